@@ -1,0 +1,1 @@
+"""vitjax: Vision Transformers and BiT baselines in JAX/Flax."""

@@ -1,0 +1,106 @@
+"""Position embeddings: learned, 1-D sinusoidal, 2-D sin-cos, or none.
+
+Self-attention is permutation-equivariant: without a position signal the encoder cannot tell where
+a token came from. ViT adds a learned embedding per position; the original Transformer a fixed
+sinusoid of the 1-D index; later ViTs (MoCo v3, big_vision) a fixed 2-D sin-cos of (row, column).
+"""
+from typing import Any, Literal
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+Kind = Literal["learned", "sincos1d", "sincos2d", "none"]
+KINDS = ("learned", "sincos1d", "sincos2d", "none")
+
+
+def sincos_1d(length: int, width: int, temperature: float = 10_000.0) -> np.ndarray:
+    """Vaswani et al.: PE[p, 2i] = sin(p / T^(2i/d)), PE[p, 2i+1] = cos(p / T^(2i/d))."""
+    if width % 2:
+        raise ValueError(f"1-D sin-cos position embeddings need an even width, got {width}")
+    position = np.arange(length, dtype=np.float64)[:, None]
+    freq = 1.0 / temperature ** (np.arange(0, width, 2, dtype=np.float64) / width)
+    table = np.zeros((length, width), np.float64)
+    table[:, 0::2] = np.sin(position * freq)
+    table[:, 1::2] = np.cos(position * freq)
+    return table.astype(np.float32)
+
+
+def sincos_2d(grid: tuple[int, int], width: int, temperature: float = 10_000.0) -> np.ndarray:
+    """[rows*cols, width]: a quarter of the channels each for sin/cos of the row and the column."""
+    if width % 4:
+        raise ValueError(f"2-D sin-cos position embeddings need a width divisible by 4, got {width}")
+    rows, cols = np.meshgrid(np.arange(grid[0]), np.arange(grid[1]), indexing="ij")
+    omega = 1.0 / temperature ** (np.arange(width // 4, dtype=np.float64) / (width // 4))
+    by_row = rows.reshape(-1, 1) * omega[None]
+    by_col = cols.reshape(-1, 1) * omega[None]
+    table = np.concatenate([np.sin(by_row), np.cos(by_row), np.sin(by_col), np.cos(by_col)], axis=1)
+    return table.astype(np.float32)
+
+
+def resize_grid(posemb, new_grid: tuple[int, int], num_prefix_tokens: int = 1,
+                old_grid: tuple[int, int] | None = None):
+    """Resizes a learned [1, prefix + rows*cols, width] table to a new grid, keeping prefix entries.
+
+    Bilinear interpolation of the grid part, as the ViT paper does for fine-tuning at a higher
+    resolution; the CLS entry is carried over unchanged.
+    """
+    posemb = np.asarray(posemb)
+    prefix, table = posemb[:, :num_prefix_tokens], posemb[:, num_prefix_tokens:]
+    width = table.shape[-1]
+    if old_grid is None:
+        side = int(round(np.sqrt(table.shape[1])))
+        if side * side != table.shape[1]:
+            raise ValueError(
+                f"cannot infer the grid of a position embedding with {table.shape[1]} entries after "
+                f"{num_prefix_tokens} prefix tokens; pass old_grid=(rows, cols)")
+        old_grid = (side, side)
+    if tuple(old_grid) == tuple(new_grid):
+        return posemb
+    grid = table.reshape(old_grid[0], old_grid[1], width)
+    resized = jax.image.resize(jnp.asarray(grid, jnp.float32), (*new_grid, width), "bilinear",
+                               antialias=False)
+    resized = np.asarray(resized, posemb.dtype).reshape(1, new_grid[0] * new_grid[1], width)
+    return np.concatenate([prefix, resized], axis=1)
+
+
+class AddPositionEmbedding(nn.Module):
+    """Adds a position embedding to [batch, prefix + grid tokens, width] inputs.
+
+    `num_prefix_tokens` counts tokens before the patch grid (the CLS token). A learned table covers
+    them too (as in the official ViT); the fixed sinusoids give prefix tokens a zero embedding.
+    """
+    kind: Kind = "learned"
+    grid: tuple[int, int] | None = None
+    num_prefix_tokens: int = 0
+    param_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x):
+        length, width = x.shape[1], x.shape[2]
+        if self.kind == "none":
+            return x
+        if self.kind == "learned":
+            table = self.param(
+                "pos_embedding",
+                nn.with_logical_partitioning(nn.initializers.normal(stddev=0.02), (None, "length", "embed")),
+                (1, length, width), self.param_dtype)
+            return x + table.astype(x.dtype)
+        grid_length = length - self.num_prefix_tokens
+        if self.kind == "sincos1d":
+            table = sincos_1d(grid_length, width)
+        elif self.kind == "sincos2d":
+            grid = self.grid or _square_grid(grid_length)
+            table = sincos_2d(grid, width)
+        else:
+            raise ValueError(f"unknown position embedding {self.kind!r}; choose one of {KINDS}")
+        table = np.concatenate([np.zeros((self.num_prefix_tokens, width), np.float32), table])
+        return x + jnp.asarray(table, x.dtype)[None]
+
+
+def _square_grid(length):
+    side = int(round(np.sqrt(length)))
+    if side * side != length:
+        raise ValueError(f"2-D sin-cos needs a grid; {length} tokens is not a square, pass grid=(rows, cols)")
+    return side, side

@@ -1,0 +1,182 @@
+"""The Vision Transformer (Dosovitskiy et al. 2021) and the R50+ViT hybrid.
+
+An image is cut into non-overlapping PxP patches, each linearly embedded (a PxP convolution with
+stride P); a learned CLS token is prepended, position embeddings added, and the sequence goes through
+a pre-norm transformer encoder. The head reads the CLS token ("tok"), the mean of the patch tokens
+("gap"), or a learned probe that attends over them ("map", multihead attention pooling).
+In the hybrid, the patches are taken from ResNet feature maps instead of pixels.
+"""
+import dataclasses
+import re
+from typing import Any, Literal
+
+import flax.linen as nn
+import jax.numpy as jnp
+
+from vitjax.models import bit
+from vitjax.models.attention import Implementation, MultiHeadAttention, check_heads
+from vitjax.models.posemb import KINDS as POSEMB_KINDS, Kind as PosembKind
+from vitjax.models.transformer import Encoder, MlpBlock, Norm, NormPosition
+
+Pool = Literal["tok", "gap", "map"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Size:
+    width: int
+    depth: int
+    mlp_dim: int
+    num_heads: int
+
+
+# ViT paper Table 1, plus DeiT's Ti and S.
+SIZES = {
+    "Ti": Size(192, 12, 768, 3),
+    "S": Size(384, 12, 1536, 6),
+    "B": Size(768, 12, 3072, 12),
+    "L": Size(1024, 24, 4096, 16),
+    "H": Size(1280, 32, 5120, 16),
+}
+
+
+def parse_variant(variant: str) -> tuple[Size, int]:
+    """'B/16' -> (Size of ViT-B, patch size 16)."""
+    match = re.fullmatch(r"(Ti|S|B|L|H)/(\d+)", variant or "")
+    if not match:
+        raise ValueError(f"unknown ViT variant {variant!r}; use '<size>/<patch>' with size in "
+                         f"{list(SIZES)} and a patch size, e.g. 'B/16', 'Ti/4'")
+    return SIZES[match.group(1)], int(match.group(2))
+
+
+class MAPHead(nn.Module):
+    """Multihead attention pooling: a learned probe token attends over all tokens, then an MLP."""
+    num_heads: int
+    mlp_dim: int
+    dtype: Any = jnp.float32
+    param_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x):
+        probe = self.param("probe", nn.with_logical_partitioning(
+            nn.initializers.xavier_uniform(), (None, None, "embed")), (1, 1, x.shape[-1]), self.param_dtype)
+        probe = jnp.broadcast_to(probe.astype(x.dtype), (x.shape[0], 1, x.shape[-1]))
+        dtypes = dict(dtype=self.dtype, param_dtype=self.param_dtype)
+        x = MultiHeadAttention(self.num_heads, name="MultiHeadDotProductAttention_0", **dtypes)(probe, x)
+        y = nn.LayerNorm(epsilon=1e-6, name="LayerNorm_0", **dtypes)(x)
+        x = x + MlpBlock(self.mlp_dim, name="MlpBlock_0", **dtypes)(y)
+        return x[:, 0]
+
+
+class ViT(nn.Module):
+    """ViT classifier. `ViT(num_classes=1000, variant="B/16")`; every dimension can be overridden
+    (`patch_size`, `width`, `depth`, `mlp_dim`, `num_heads`); `resnet="R50"` makes the hybrid,
+    whose patch size counts input pixels (R50+B/16: stride-16 ResNet features, 1x1 patches).
+
+    `representation_size` adds the pre-logits Dense+tanh layer of the paper's pre-training head.
+    The head is zero-initialised by default, so training starts from uniform predictions.
+    """
+    num_classes: int
+    variant: str | None = None
+    patch_size: int | None = None
+    width: int | None = None
+    depth: int | None = None
+    mlp_dim: int | None = None
+    num_heads: int | None = None
+    pool: Pool = "tok"
+    posemb: PosembKind = "learned"
+    representation_size: int | None = None
+    resnet: str | None = None
+    dropout_rate: float = 0.0
+    attention_dropout_rate: float = 0.0
+    droppath_rate: float = 0.0
+    norm: Norm = "layernorm"
+    norm_position: NormPosition = "pre"
+    head_zero_init: bool = True
+    scan: bool = False
+    remat_policy: str | None = None
+    attention_implementation: Implementation = "auto"
+    dtype: Any = jnp.float32
+    param_dtype: Any = jnp.float32
+
+    def dims(self) -> tuple[Size, int]:
+        """The resolved (Size, patch size): the variant's, with explicit overrides applied."""
+        if self.variant is not None:
+            size, patch = parse_variant(self.variant)
+        else:
+            missing = [f for f in ("patch_size", "width", "depth", "mlp_dim", "num_heads")
+                       if getattr(self, f) is None]
+            if missing:
+                raise ValueError(f"ViT without a variant needs {missing}; pass them or variant='B/16' etc.")
+            size, patch = Size(0, 0, 0, 0), 0
+        size = Size(*(getattr(self, f.name) or getattr(size, f.name) for f in dataclasses.fields(Size)))
+        return size, self.patch_size or patch
+
+    def check_input_shape(self, image_shape) -> None:
+        """Raises ValueError for inputs this configuration cannot take (no compilation needed)."""
+        size, patch = self.dims()
+        check_heads(size.width, size.num_heads)
+        if len(image_shape) != 3:
+            raise ValueError(f"images must be [batch, height, width, channels]; got a single image "
+                             f"shape of rank {len(image_shape)}: {tuple(image_shape)}")
+        height, width = image_shape[:2]
+        if patch <= 0 or height % patch or width % patch:
+            raise ValueError(
+                f"image size {height}x{width} is not divisible by patch_size={patch}; resize the images "
+                f"to a multiple of {patch} (e.g. {(height // max(patch, 1) + 1) * patch}) or choose a "
+                f"patch size that divides {height} and {width}")
+        if self.pool not in ("tok", "gap", "map"):
+            raise ValueError(f"unknown pool {self.pool!r}; choose 'tok' (CLS token), 'gap' or 'map'")
+        if self.posemb not in POSEMB_KINDS:
+            raise ValueError(f"unknown posemb {self.posemb!r}; choose one of {POSEMB_KINDS}")
+        if self.resnet is not None:
+            depths, _ = bit.parse_resnet(self.resnet, bit.HYBRID_DEPTHS)
+            stride = bit.hybrid_stride(depths)
+            if patch % stride:
+                raise ValueError(f"the {self.resnet} hybrid has output stride {stride}; patch_size={patch} "
+                                 f"must be a multiple of it (e.g. {stride} or {2 * stride})")
+
+    @nn.compact
+    def __call__(self, images, *, train=False):
+        self.check_input_shape(images.shape[1:])
+        size, patch = self.dims()
+        dtypes = dict(dtype=self.dtype, param_dtype=self.param_dtype)
+        x = images.astype(self.dtype)
+        if self.resnet is not None:
+            depths, width_factor = bit.parse_resnet(self.resnet, bit.HYBRID_DEPTHS)
+            x = bit.hybrid_backbone(x, depths, width_factor, **dtypes)
+            patch //= bit.hybrid_stride(depths)
+        x = nn.Conv(size.width, (patch, patch), strides=(patch, patch), padding="VALID", name="embedding",
+                    kernel_init=nn.with_logical_partitioning(
+                        nn.initializers.lecun_normal(), (None, None, "conv_in", "embed")), **dtypes)(x)
+        batch, rows, cols, width = x.shape
+        x = jnp.reshape(x, (batch, rows * cols, width))
+
+        num_prefix = 0
+        if self.pool == "tok":
+            cls = self.param("cls", nn.with_logical_partitioning(nn.initializers.zeros, (None, None, "embed")),
+                             (1, 1, width), self.param_dtype)
+            x = jnp.concatenate([jnp.broadcast_to(cls.astype(x.dtype), (batch, 1, width)), x], axis=1)
+            num_prefix = 1
+
+        x = Encoder(
+            depth=size.depth, mlp_dim=size.mlp_dim, num_heads=size.num_heads,
+            dropout_rate=self.dropout_rate, attention_dropout_rate=self.attention_dropout_rate,
+            droppath_rate=self.droppath_rate, norm=self.norm, norm_position=self.norm_position,
+            scan=self.scan, remat_policy=self.remat_policy,
+            attention_implementation=self.attention_implementation, posemb=self.posemb,
+            posemb_grid=(rows, cols), num_prefix_tokens=num_prefix, name="Transformer", **dtypes,
+        )(x, train=train)
+
+        if self.pool == "tok":
+            x = x[:, 0]
+        elif self.pool == "gap":
+            x = jnp.mean(x, axis=1)
+        else:
+            x = MAPHead(size.num_heads, size.mlp_dim, name="MAPHead_0", **dtypes)(x)
+
+        if self.representation_size is not None:
+            x = jnp.tanh(nn.Dense(self.representation_size, name="pre_logits", **dtypes)(x))
+        self.sow("intermediates", "pre_logits", x)
+        head_init = nn.initializers.zeros if self.head_zero_init else nn.initializers.lecun_normal()
+        logits = nn.Dense(self.num_classes, kernel_init=head_init, name="head", **dtypes)(x)
+        return logits.astype(jnp.float32)
