@@ -1,5 +1,17 @@
 """Model families: ViT (and the R50+ViT hybrid) and BiT ResNet-v2, as flax.linen modules."""
+import jax.numpy as jnp
+
 from vitjax.models.bit import BiT
 from vitjax.models.vit import ViT
 
-__all__ = ["BiT", "ViT"]
+FAMILIES = {"vit": ViT, "bit": BiT}
+
+__all__ = ["BiT", "ViT", "FAMILIES", "build"]
+
+
+def build(name: str, num_classes: int, *, dtype: str = "float32", param_dtype: str = "float32", **kwargs):
+    """A model from a config: `build("vit", 10, variant="Ti/4", depth=6)`."""
+    if name not in FAMILIES:
+        raise ValueError(f"unknown model {name!r}; choose one of {sorted(FAMILIES)}")
+    return FAMILIES[name](num_classes=num_classes, dtype=jnp.dtype(dtype), param_dtype=jnp.dtype(param_dtype),
+                          **kwargs)

@@ -1,0 +1,3 @@
+from vitjax.cli import main
+
+main()

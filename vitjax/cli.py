@@ -1,0 +1,76 @@
+"""The `vitjax` command (also `python -m vitjax`).
+
+    vitjax train --config configs/<file>.py[:arg] --workdir DIR [--config.key=value ...] [--force]
+    vitjax eval  --workdir DIR [--checkpoint PATH]
+    vitjax data prepare fashion_mnist [--data_dir DIR] [--download]
+"""
+import argparse
+import sys
+
+PREEMPTED_EXIT_CODE = 75  # keep in sync with vitjax.train.trainer.PREEMPTED_EXIT_CODE
+
+
+def _train(argv):
+    # absl flags give locked ml_collections configs, `:arg` and `--config.key=value` overrides,
+    # and a "did you mean" on typos, all before anything heavy is imported.
+    from absl import flags
+    from ml_collections import config_flags
+
+    config_flags.DEFINE_config_file("config", None, "Training config file (configs/...py[:arg]).",
+                                    lock_config=True)
+    flags.DEFINE_string("workdir", None, "Directory for checkpoints, logs and results.")
+    flags.DEFINE_bool("force", False, "Resume a workdir even if its config differs, or redo a finished run.")
+    flags.mark_flags_as_required(["config", "workdir"])
+    try:
+        flags.FLAGS(["vitjax train", *argv])
+    except flags.Error as error:
+        sys.exit(f"vitjax train: {error}")
+
+    from vitjax.train import trainer
+    try:
+        trainer.train(flags.FLAGS.config, flags.FLAGS.workdir, force=flags.FLAGS.force)
+    except trainer.Preempted as notice:
+        print(notice, flush=True)
+        sys.exit(PREEMPTED_EXIT_CODE)
+    except (ValueError, FileNotFoundError, trainer.NonFiniteLoss) as error:
+        sys.exit(f"vitjax train: error: {error}")
+
+
+def _eval(args):
+    from vitjax.evaluate import run
+    try:
+        results = run.evaluate_workdir(args.workdir, checkpoint=args.checkpoint)
+    except (ValueError, FileNotFoundError) as error:
+        sys.exit(f"vitjax eval: error: {error}")
+    print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in results.items()))
+
+
+def _data(args):
+    from vitjax import data
+    path = data.prepare(args.name, data_dir=args.data_dir, download=args.download)
+    print(f"{args.name} is ready in {path}")
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="vitjax", description="Vision Transformers and BiT in JAX/Flax.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("train", help="train a model from a config file (flags: --config, --workdir, --force)",
+                        add_help=False)
+    evaluate = commands.add_parser("eval", help="re-evaluate a trained run or a checkpoint")
+    evaluate.add_argument("--workdir", required=True)
+    evaluate.add_argument("--checkpoint", default=None, help="a checkpoint step directory (default: the newest)")
+    prepare = commands.add_parser("data", help="prepare a dataset offline")
+    prepare.add_argument("action", choices=["prepare"])
+    prepare.add_argument("name")
+    prepare.add_argument("--data_dir", default=None)
+    prepare.add_argument("--download", action="store_true", help="use the ordinary tfds download (needs internet)")
+
+    if argv and argv[0] == "train":
+        return _train(argv[1:])
+    args = parser.parse_args(argv)
+    {"eval": _eval, "data": _data}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Evaluators: top-1 classification accuracy and the few-shot linear probe."""

@@ -1,0 +1,33 @@
+"""Top-1 accuracy and mean loss over a whole split, exactly once per example."""
+import jax
+
+from vitjax import data, parallel
+from vitjax.train.step import make_eval_step
+
+
+class Evaluator:
+    """Compiled once; called with parameters, returns {'accuracy', 'loss'} on `split`.
+
+    The last batch is padded with masked rows, so every example counts once whatever the batch size.
+    """
+
+    def __init__(self, model, data_config, *, batch_size: int, mesh, params_sharding, split: str | None = None):
+        parallel.check_batch_size(batch_size, mesh)
+        self._data_config = data_config
+        self._split = split or data_config.test_split
+        self._batch_size = batch_size
+        self._batch_sharding = parallel.batch_sharding(mesh)
+        self._step = jax.jit(make_eval_step(model), in_shardings=(params_sharding, self._batch_sharding),
+                             out_shardings=parallel.replicated(mesh))
+
+    def __call__(self, params) -> dict:
+        totals = None
+        for batch in data.eval_batches(self._data_config, split=self._split, global_batch_size=self._batch_size,
+                                       process_index=jax.process_index(), process_count=jax.process_count()):
+            sums = self._step(params, data.to_global(batch, self._batch_sharding))
+            totals = sums if totals is None else jax.tree.map(lambda a, b: a + b, totals, sums)
+        totals = jax.device_get(totals)
+        count = float(totals["count"])
+        if count == 0:
+            raise ValueError(f"split {self._split!r} of {self._data_config.name} is empty; nothing to evaluate")
+        return {"accuracy": float(totals["correct"]) / count, "loss": float(totals["loss"]) / count}

@@ -1,0 +1,249 @@
+"""The training loop: config in, trained model, logs, checkpoints and results.json out.
+
+Read top to bottom: set up, build, restore or initialise, compile, loop (step, log, evaluate,
+checkpoint), finish. Re-running on the same workdir resumes from the newest good checkpoint; a run
+whose results.json exists is finished and only reports.
+"""
+import dataclasses
+import math
+import os
+import signal
+import time
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from vitjax import data, models, parallel
+from vitjax.evaluate import classification
+from vitjax.train import checkpoint, optimizer, step as steps, workdir as wd
+from vitjax.train.init_from import load_pretrained
+
+PREEMPTED_EXIT_CODE = 75  # EX_TEMPFAIL: "try again"; schedulers restart the same command
+
+
+class Preempted(Exception):
+    """SIGTERM arrived; a checkpoint of the current step was written before raising."""
+
+
+class NonFiniteLoss(FloatingPointError):
+    pass
+
+
+@dataclasses.dataclass
+class Plan:
+    """Quantities derived from the config and the data before anything is compiled."""
+    info: data.DataInfo
+    total_steps: int
+    warmup_steps: int
+    mesh: jax.sharding.Mesh
+    rules: tuple
+    model: nn.Module
+
+
+def plan(config) -> Plan:
+    """Validates the config against the data and devices; raises ValueError naming the fix."""
+    info = data.get_info(config.data)
+    total = optimizer.steps_of(config, "total", num_train_examples=info.num_train,
+                               batch_size=config.batch_size, required=True)
+    warmup = optimizer.steps_of(config, "warmup", num_train_examples=info.num_train,
+                                batch_size=config.batch_size, required=False)
+    if total <= 0:
+        raise ValueError(f"training must last at least one step, got {total}")
+    if warmup > total:
+        raise ValueError(f"warmup ({warmup} steps) is longer than training ({total} steps); shorten the "
+                         f"warmup or train longer")
+    if config.nan_policy not in ("stop", "skip"):
+        raise ValueError(f"nan_policy must be 'stop' or 'skip', got {config.nan_policy!r}")
+    if config.batch_size % config.grad_accum_steps:
+        raise ValueError(f"batch_size {config.batch_size} is not divisible by grad_accum_steps "
+                         f"{config.grad_accum_steps}")
+    mesh = parallel.make_mesh(dict(config.mesh))
+    parallel.check_batch_size(config.batch_size, mesh)
+    parallel.check_batch_size(config.batch_size // config.grad_accum_steps, mesh)
+    model = models.build(config.model_name, info.num_classes, dtype=config.dtype, **config.model)
+    # Tracing the model's init checks shapes (patch vs image size, heads vs width) without compiling.
+    jax.eval_shape(model.init, jax.random.key(0), jnp.zeros((1, *info.image_shape)), train=False)
+    return Plan(info, total, warmup, mesh, parallel.rules_for(config.sharding), model)
+
+
+def train(config, workdir: str, *, force: bool = False) -> dict:
+    # --- Finished already? -------------------------------------------------------------------
+    finished = wd.read_results(workdir)
+    if finished is not None and not force:
+        print(f"{workdir} is finished: {_summary(finished)}", flush=True)
+        return finished
+
+    p = plan(config)
+    wd.claim(workdir, config, force=force)
+    start_time = time.time()
+
+    # --- Model, optimiser, shardings ---------------------------------------------------------
+    schedule = optimizer.learning_rate_schedule(config, p.total_steps, p.warmup_steps)
+    tx = optimizer.make_optimizer(config, schedule)
+    dummy = jnp.zeros((1, *p.info.image_shape), jnp.float32)
+    seed_key = jax.random.key(config.seed)
+    init_key, dropout_key = jax.random.split(seed_key)
+
+    def init_state(key):
+        return steps.create_state(p.model.init(key, dummy, train=False)["params"], tx)
+
+    with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
+        abstract_boxed = jax.eval_shape(init_state, init_key)
+        state_shardings = parallel.shardings_of(abstract_boxed, p.mesh, p.rules)
+        abstract_state = jax.tree.map(
+            lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
+            nn.unbox(abstract_boxed), state_shardings)
+        num_params = sum(math.prod(x.shape) for x in jax.tree.leaves(abstract_state.params))
+
+        # --- Restore, or initialise -----------------------------------------------------------
+        ckpt = checkpoint.Checkpointer(os.path.join(workdir, wd.CHECKPOINTS),
+                                       max_to_keep=config.keep_checkpoints)
+        restored = ckpt.restore_latest(abstract_state)
+        if restored is not None:
+            state, meta = restored
+            elapsed_before = meta.get("wall_seconds", 0.0)
+            print(f"resuming from step {int(state.step)} ({ckpt.directory})", flush=True)
+        else:
+            state = jax.jit(lambda k: nn.unbox(init_state(k)), out_shardings=state_shardings)(init_key)
+            if config.init_from:
+                params = load_pretrained(config.init_from, p.model, p.info.image_shape)
+                params = jax.device_put(params, state_shardings.params)
+                state = jax.jit(lambda prm: steps.create_state(prm, tx),
+                                out_shardings=state_shardings)(params)
+            elapsed_before = 0.0
+
+        # --- Compile ----------------------------------------------------------------------------
+        batch_sharding = parallel.batch_sharding(p.mesh)
+        local_batch = config.batch_size // jax.process_count()
+        abstract_batch = {
+            "image": jax.ShapeDtypeStruct((config.batch_size, *p.info.image_shape), jnp.float32,
+                                          sharding=batch_sharding),
+            "labels": jax.ShapeDtypeStruct((config.batch_size, p.info.num_classes), jnp.float32,
+                                           sharding=batch_sharding)}
+        train_step = jax.jit(
+            steps.make_train_step(p.model, tx, schedule, label_smoothing=config.label_smoothing,
+                                  grad_accum_steps=config.grad_accum_steps),
+            in_shardings=(state_shardings, batch_sharding, parallel.replicated(p.mesh)),
+            out_shardings=(state_shardings, parallel.replicated(p.mesh)),
+            donate_argnums=(0,))
+        compile_start = time.time()
+        compiled = train_step.lower(abstract_state, abstract_batch, dropout_key).compile()
+        flops_per_step = _flops(compiled) * jax.device_count()
+        print(f"compiled the train step in {time.time() - compile_start:.1f}s; "
+              f"{num_params:,} parameters; {flops_per_step / 1e9:.2f} GFLOP per step", flush=True)
+        evaluator = classification.Evaluator(p.model, config.data, batch_size=config.eval_batch_size,
+                                             mesh=p.mesh, params_sharding=state_shardings.params)
+
+        # --- Loop -------------------------------------------------------------------------------
+        log = wd.MetricsLog(workdir)
+        first_step = int(state.step)
+        batches = data.prefetch(
+            data.train_batches(config.data, global_batch_size=config.batch_size, start_step=first_step,
+                               seed=config.seed, process_index=jax.process_index(),
+                               process_count=jax.process_count()),
+            batch_sharding)
+        stop = _SigtermFlag()
+        ckpt_meta = lambda: {"wall_seconds": elapsed_before + time.time() - start_time}
+        pending = None  # the previous step's metrics, read one step late to keep the device busy
+        window_start, window_steps = time.time(), 0
+        try:
+            for step in range(first_step, p.total_steps):
+                state, metrics = compiled(state, next(batches), dropout_key)
+                if pending is not None:
+                    _check_finite(pending, config.nan_policy, ckpt)
+                pending = (step + 1, metrics)
+                window_steps += 1
+                done = step + 1
+                if done % config.log_every_steps == 0 or done == p.total_steps:
+                    scalars = jax.device_get(metrics)
+                    _check_finite((done, scalars), config.nan_policy, ckpt)
+                    rate = window_steps * config.batch_size / (time.time() - window_start)
+                    scalars = {k: v for k, v in scalars.items() if k != "finite"}
+                    log.write(done, {**scalars, "img_per_sec": rate,
+                                     "gflops_per_sec": rate / config.batch_size * flops_per_step / 1e9})
+                    eta = (p.total_steps - done) * config.batch_size / max(rate, 1e-9)
+                    if wd.is_writer():
+                        print(f"step {done}/{p.total_steps} | loss {scalars['loss']:.4f} | {rate:,.0f} img/s | "
+                              f"ETA {_duration(eta)}", flush=True)
+                    window_start, window_steps = time.time(), 0
+                if config.eval_every_steps and done % config.eval_every_steps == 0 and done < p.total_steps:
+                    midway = evaluator(state.params)
+                    log.write(done, {f"test_{k}": v for k, v in midway.items()})
+                    print(f"step {done}: test accuracy {midway['accuracy']:.4f}", flush=True)
+                if done % config.checkpoint_every_steps == 0 or done == p.total_steps:
+                    ckpt.save(done, state, ckpt_meta())
+                if stop.raised:
+                    ckpt.save(done, state, ckpt_meta())
+                    raise Preempted(f"SIGTERM at step {done}; checkpoint saved, re-run the same command to resume")
+            if pending is not None:
+                _check_finite(pending, config.nan_policy, ckpt)
+
+            # --- Finish ---------------------------------------------------------------------------
+            final = evaluator(state.params)
+            log.write(p.total_steps, {"test_accuracy": final["accuracy"], "test_loss": final["loss"]})
+        finally:
+            stop.restore()
+            log.close()
+            ckpt.close()
+    wall = elapsed_before + time.time() - start_time
+    results = {
+        "test_accuracy": final["accuracy"], "test_loss": final["loss"],
+        "steps": p.total_steps, "examples_seen": p.total_steps * config.batch_size,
+        "wall_seconds": wall, "core_hours": wall * (os.cpu_count() or 1) / 3600
+        if jax.default_backend() == "cpu" else wall * jax.device_count() / 3600,
+        "train_flops": flops_per_step * p.total_steps, "flops_per_step": flops_per_step,
+        "params": num_params, "model": config.model_name, "num_train": p.info.num_train,
+        "num_classes": p.info.num_classes, "image_shape": list(p.info.image_shape),
+        "devices": jax.device_count(), "backend": jax.default_backend(),
+        "skipped_updates": int(state.skipped_updates),
+    }
+    wd.write_json(workdir, wd.RESULTS, results)
+    print(f"finished: {_summary(results)}", flush=True)
+    return results
+
+
+def _check_finite(pending, nan_policy, ckpt):
+    step, metrics = pending
+    if int(metrics["finite"]):
+        return
+    if nan_policy == "skip":
+        return
+    good = ckpt.steps()
+    where = f"step {good[-1]} in {ckpt.directory}" if good else "none (no checkpoint written yet)"
+    raise NonFiniteLoss(
+        f"non-finite loss or gradient at step {step}; the update was not applied. Last good checkpoint: "
+        f"{where}. Lower the learning rate, set grad_clip_norm, or set nan_policy='skip' to skip such steps.")
+
+
+def _flops(compiled) -> float:
+    cost = compiled.cost_analysis()
+    if isinstance(cost, (list, tuple)):
+        cost = cost[0] if cost else {}
+    return float((cost or {}).get("flops", 0.0))
+
+
+def _summary(results) -> str:
+    return (f"test_accuracy={results['test_accuracy']:.4f} after {results['steps']} steps, "
+            f"{results['examples_seen']:,} examples, {_duration(results['wall_seconds'])}")
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m{rest % 60:02d}s" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+class _SigtermFlag:
+    """Turns SIGTERM (a preemption notice) into a flag the loop checks after each step."""
+
+    def __init__(self):
+        self.raised = False
+        self._previous = signal.signal(signal.SIGTERM, self._handle)
+
+    def _handle(self, signum, frame):
+        self.raised = True
+
+    def restore(self):
+        signal.signal(signal.SIGTERM, self._previous)
+
