@@ -77,7 +77,7 @@ class Checkpointer:
         """
         for step in reversed(self.steps()):
             try:
-                return self._restore(step, abstract_state)
+                return self.restore(step, abstract_state)
             except Exception as error:  # orbax raises many types for missing or garbled files
                 moved = self._quarantine(step)
                 log.warning("checkpoint at step %d is unreadable or corrupt (%s: %s); moved it to %s "
@@ -87,7 +87,8 @@ class Checkpointer:
                       f"{moved}; trying the previous checkpoint", flush=True)
         return None
 
-    def _restore(self, step, abstract_state):
+    def restore(self, step, abstract_state):
+        """(state, meta) of one step; raises if it is unreadable or fails its checksums."""
         restored = self._manager.restore(step, args=ocp.args.Composite(
             state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()))
         state, meta = restored["state"], restored["meta"]

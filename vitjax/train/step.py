@@ -69,7 +69,7 @@ def make_train_step(model, tx: optax.GradientTransformation, schedule: Callable,
     def train_step(state: TrainState, batch, seed_key):
         rng = jax.random.fold_in(seed_key, state.step)
         loss, grads = accumulated_grads(state.params, batch, rng)
-        grad_norm = optax.global_norm(grads)
+        grad_norm = optax.tree.norm(grads)
         finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
         updates, new_opt_state = tx.update(grads, state.opt_state, state.params)
         new_params = optax.apply_updates(state.params, updates)

@@ -9,6 +9,7 @@ import math
 import os
 import signal
 import time
+from typing import Any, Callable
 
 import flax.linen as nn
 import jax
@@ -63,8 +64,38 @@ def plan(config) -> Plan:
     parallel.check_batch_size(config.batch_size // config.grad_accum_steps, mesh)
     model = models.build(config.model_name, info.num_classes, dtype=config.dtype, **config.model)
     # Tracing the model's init checks shapes (patch vs image size, heads vs width) without compiling.
-    jax.eval_shape(model.init, jax.random.key(0), jnp.zeros((1, *info.image_shape)), train=False)
+    jax.eval_shape(lambda x: model.init(jax.random.key(0), x, train=False),
+                   jax.ShapeDtypeStruct((1, *info.image_shape), jnp.float32))
     return Plan(info, total, warmup, mesh, parallel.rules_for(config.sharding), model)
+
+
+@dataclasses.dataclass
+class StateSpec:
+    """The optimiser, and the train state's initialiser, abstract shapes and shardings."""
+    tx: Any
+    schedule: Any
+    init: Callable  # key -> boxed TrainState (logical axis names on the parameters)
+    abstract: Any  # TrainState of jax.ShapeDtypeStructs carrying their target shardings
+    shardings: Any
+    num_params: int
+
+
+def state_spec(config, p: Plan) -> StateSpec:
+    """Shapes and shardings of the train state without allocating it (jax.eval_shape)."""
+    schedule = optimizer.learning_rate_schedule(config, p.total_steps, p.warmup_steps)
+    tx = optimizer.make_optimizer(config, schedule)
+    dummy = jnp.zeros((1, *p.info.image_shape), jnp.float32)
+
+    def init(key):
+        return steps.create_state(p.model.init(key, dummy, train=False)["params"], tx)
+
+    with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
+        abstract_boxed = jax.eval_shape(init, jax.random.key(0))
+    shardings = parallel.shardings_of(abstract_boxed, p.mesh, p.rules)
+    abstract = jax.tree.map(lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
+                            nn.unbox(abstract_boxed), shardings)
+    num_params = sum(math.prod(x.shape) for x in jax.tree.leaves(abstract.params))
+    return StateSpec(tx, schedule, init, abstract, shardings, num_params)
 
 
 def train(config, workdir: str, *, force: bool = False) -> dict:
@@ -79,61 +110,48 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
     start_time = time.time()
 
     # --- Model, optimiser, shardings ---------------------------------------------------------
-    schedule = optimizer.learning_rate_schedule(config, p.total_steps, p.warmup_steps)
-    tx = optimizer.make_optimizer(config, schedule)
-    dummy = jnp.zeros((1, *p.info.image_shape), jnp.float32)
     seed_key = jax.random.key(config.seed)
     init_key, dropout_key = jax.random.split(seed_key)
-
-    def init_state(key):
-        return steps.create_state(p.model.init(key, dummy, train=False)["params"], tx)
+    spec = state_spec(config, p)
 
     with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
-        abstract_boxed = jax.eval_shape(init_state, init_key)
-        state_shardings = parallel.shardings_of(abstract_boxed, p.mesh, p.rules)
-        abstract_state = jax.tree.map(
-            lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
-            nn.unbox(abstract_boxed), state_shardings)
-        num_params = sum(math.prod(x.shape) for x in jax.tree.leaves(abstract_state.params))
-
         # --- Restore, or initialise -----------------------------------------------------------
         ckpt = checkpoint.Checkpointer(os.path.join(workdir, wd.CHECKPOINTS),
                                        max_to_keep=config.keep_checkpoints)
-        restored = ckpt.restore_latest(abstract_state)
+        restored = ckpt.restore_latest(spec.abstract)
         if restored is not None:
             state, meta = restored
             elapsed_before = meta.get("wall_seconds", 0.0)
             print(f"resuming from step {int(state.step)} ({ckpt.directory})", flush=True)
         else:
-            state = jax.jit(lambda k: nn.unbox(init_state(k)), out_shardings=state_shardings)(init_key)
+            state = jax.jit(lambda k: nn.unbox(spec.init(k)), out_shardings=spec.shardings)(init_key)
             if config.init_from:
                 params = load_pretrained(config.init_from, p.model, p.info.image_shape)
-                params = jax.device_put(params, state_shardings.params)
-                state = jax.jit(lambda prm: steps.create_state(prm, tx),
-                                out_shardings=state_shardings)(params)
+                params = jax.device_put(params, spec.shardings.params)
+                state = jax.jit(lambda prm: steps.create_state(prm, spec.tx),
+                                out_shardings=spec.shardings)(params)
             elapsed_before = 0.0
 
         # --- Compile ----------------------------------------------------------------------------
         batch_sharding = parallel.batch_sharding(p.mesh)
-        local_batch = config.batch_size // jax.process_count()
         abstract_batch = {
             "image": jax.ShapeDtypeStruct((config.batch_size, *p.info.image_shape), jnp.float32,
                                           sharding=batch_sharding),
             "labels": jax.ShapeDtypeStruct((config.batch_size, p.info.num_classes), jnp.float32,
                                            sharding=batch_sharding)}
         train_step = jax.jit(
-            steps.make_train_step(p.model, tx, schedule, label_smoothing=config.label_smoothing,
+            steps.make_train_step(p.model, spec.tx, spec.schedule, label_smoothing=config.label_smoothing,
                                   grad_accum_steps=config.grad_accum_steps),
-            in_shardings=(state_shardings, batch_sharding, parallel.replicated(p.mesh)),
-            out_shardings=(state_shardings, parallel.replicated(p.mesh)),
+            in_shardings=(spec.shardings, batch_sharding, parallel.replicated(p.mesh)),
+            out_shardings=(spec.shardings, parallel.replicated(p.mesh)),
             donate_argnums=(0,))
         compile_start = time.time()
-        compiled = train_step.lower(abstract_state, abstract_batch, dropout_key).compile()
+        compiled = train_step.lower(spec.abstract, abstract_batch, dropout_key).compile()
         flops_per_step = _flops(compiled) * jax.device_count()
         print(f"compiled the train step in {time.time() - compile_start:.1f}s; "
-              f"{num_params:,} parameters; {flops_per_step / 1e9:.2f} GFLOP per step", flush=True)
+              f"{spec.num_params:,} parameters; {flops_per_step / 1e9:.2f} GFLOP per step", flush=True)
         evaluator = classification.Evaluator(p.model, config.data, batch_size=config.eval_batch_size,
-                                             mesh=p.mesh, params_sharding=state_shardings.params)
+                                             mesh=p.mesh, params_sharding=spec.shardings.params)
 
         # --- Loop -------------------------------------------------------------------------------
         log = wd.MetricsLog(workdir)
@@ -193,7 +211,7 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
         "wall_seconds": wall, "core_hours": wall * (os.cpu_count() or 1) / 3600
         if jax.default_backend() == "cpu" else wall * jax.device_count() / 3600,
         "train_flops": flops_per_step * p.total_steps, "flops_per_step": flops_per_step,
-        "params": num_params, "model": config.model_name, "num_train": p.info.num_train,
+        "params": spec.num_params, "model": config.model_name, "num_train": p.info.num_train,
         "num_classes": p.info.num_classes, "image_shape": list(p.info.image_shape),
         "devices": jax.device_count(), "backend": jax.default_backend(),
         "skipped_updates": int(state.skipped_updates),

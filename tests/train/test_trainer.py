@@ -1,0 +1,103 @@
+"""End to end: a tiny model trains, writes every workdir file, resumes, and refuses bad input."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from vitjax.train import trainer, workdir as wd
+from tests.train import tiny_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
+
+
+def _losses(workdir):
+    with open(os.path.join(workdir, wd.METRICS)) as f:
+        rows = [json.loads(line) for line in f]
+    return [(r["step"], r["loss"]) for r in rows if "loss" in r]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("run"))
+    results = trainer.train(tiny_config.get_config(), workdir)
+    return workdir, results
+
+
+def test_loss_falls_and_workdir_is_complete(trained):
+    workdir, results = trained
+    losses = _losses(workdir)
+    assert [s for s, _ in losses] == [5, 10, 15, 20, 25, 30]
+    assert losses[-1][1] < 0.7 * losses[0][1], losses
+    for name in (wd.CONFIG, wd.METRICS, wd.RESULTS):
+        assert os.path.getsize(os.path.join(workdir, name)) > 0
+    assert any(f.startswith("events.out.tfevents") for f in os.listdir(workdir))
+    assert sorted(int(s) for s in os.listdir(os.path.join(workdir, wd.CHECKPOINTS)) if s.isdigit()) == [10, 20, 30]
+    for key in ("test_accuracy", "steps", "examples_seen", "wall_seconds", "train_flops", "params"):
+        assert key in results, key
+    assert results["steps"] == 30 and results["examples_seen"] == 30 * 32
+    assert results["train_flops"] > 0 and results["params"] > 0
+    assert results["test_accuracy"] > 0.5  # 4 learnable classes: chance is 0.25
+
+
+def test_finished_run_is_not_redone(trained, capsys):
+    workdir, results = trained
+    before = _losses(workdir)
+    again = trainer.train(tiny_config.get_config(), workdir)
+    assert again == results
+    assert _losses(workdir) == before
+    assert "is finished" in capsys.readouterr().out
+
+
+def test_interrupted_run_resumes_from_its_last_checkpoint(trained, tmp_path, capsys):
+    source, results = trained
+    workdir = str(tmp_path / "copy")
+    shutil.copytree(source, workdir)
+    os.remove(os.path.join(workdir, wd.RESULTS))
+    shutil.rmtree(os.path.join(workdir, wd.CHECKPOINTS, "30"))
+    resumed = trainer.train(tiny_config.get_config(), workdir)
+    assert "resuming from step 20" in capsys.readouterr().out
+    assert [s for s, _ in _losses(workdir)][-2:] == [25, 30]
+    # Same data order and dropout keys from step 20 on: the same final model.
+    assert resumed["test_accuracy"] == pytest.approx(results["test_accuracy"], abs=1e-6)
+
+
+def test_resume_with_a_different_config_is_refused(trained):
+    workdir, _ = trained
+    os.rename(os.path.join(workdir, wd.RESULTS), os.path.join(workdir, "results.bak"))
+    try:
+        config = tiny_config.get_config()
+        config.lr = 0.1
+        with pytest.raises(ValueError, match=r"lr: 0.003 -> 0.1"):
+            trainer.train(config, workdir)
+    finally:
+        os.rename(os.path.join(workdir, "results.bak"), os.path.join(workdir, wd.RESULTS))
+
+
+def _cli(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "vitjax", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+def test_cli_rejects_a_config_typo_before_training(tmp_path):
+    run = _cli("train", "--config", TINY, "--workdir", str(tmp_path / "w"), "--config.batchsize=8")
+    assert run.returncode != 0
+    assert "batch_size" in run.stderr  # absl's "Did you mean" names the real key
+    assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize("override, message", [
+    ("--config.model.patch_size=5", "not divisible by patch_size=5"),
+    ("--config.model.num_heads=3", "not divisible by num_heads=3"),
+    ("--config.batch_size=30", "not divisible by grad_accum_steps"),
+    ("--config.data.name=no_such_dataset", "no_such_dataset"),
+])
+def test_cli_rejects_bad_values_before_training(tmp_path, override, message):
+    extra = ["--config.grad_accum_steps=4"] if "batch_size" in override else []
+    run = _cli("train", "--config", TINY, "--workdir", str(tmp_path / "w"), override, *extra)
+    assert run.returncode != 0
+    assert message in run.stderr, run.stderr[-2000:]
+    assert not os.path.exists(tmp_path / "w" / wd.METRICS)

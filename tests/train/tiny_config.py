@@ -1,0 +1,35 @@
+"""A tiny ViT on learnable synthetic data: seconds per run, for end-to-end tests.
+
+    vitjax train --config tests/train/tiny_config.py --workdir /tmp/tiny
+"""
+from vitjax.train.config import base, parse_arg
+
+
+def get_config(arg=None):
+    args = parse_arg(arg)
+    c = base()
+    c.model_name = args.get("model", "vit")
+    if c.model_name == "vit":
+        c.model.patch_size = 4
+        c.model.width = 32
+        c.model.depth = 1
+        c.model.num_heads = 2
+        c.model.mlp_dim = 64
+    else:
+        c.model.variant = "R26x1"
+        c.model.stem = "small"
+    c.data.name = "synthetic"
+    c.data.synthetic.num_train = 512
+    c.data.synthetic.num_test = 128
+    c.data.synthetic.image_shape = (16, 16, 3)
+    c.data.synthetic.num_classes = 4
+    c.data.pp_train = "value_range(-1, 1)"
+    c.data.pp_eval = "value_range(-1, 1)"
+    c.batch_size = 32
+    c.eval_batch_size = 64
+    c.total_steps = args.get("steps", 30)
+    c.warmup_steps = 5
+    c.lr = 3e-3
+    c.log_every_steps = 5
+    c.checkpoint_every_steps = 10
+    return c
