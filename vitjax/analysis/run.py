@@ -1,0 +1,276 @@
+"""`vitjax analyze`: figures that look inside a trained ViT (ViT paper Fig. 7), and the tables behind them.
+
+    vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64]
+
+Writes into FIGDIR (default DIR/analysis), each figure beside its data:
+    posemb_similarity.png / .csv    cosine similarity of learned position embeddings, patch by patch
+    attention_distance.png / .csv   mean attention distance (pixels) of every head against depth
+    attention_maps.png / .json      attention rollout and last-layer CLS attention, over test images
+    filter_pca.png / .json          principal components of the first-layer (patch-embedding) filters
+    summary.json                    what was written, what was skipped and why, and the settings
+
+Figures that do not apply to a model (learned-posemb similarity for a sin-cos ViT, anything about
+attention for BiT) are skipped with a message; the rest are still produced. CLS handling: the
+distance and the CLS maps drop the CLS token from queries and keys and renormalise each row over the
+patches (see vitjax/analysis/attention.py).
+
+Heavy modules (jax, flax, matplotlib, the data pipeline) are imported on use, so that adding this
+command's arguments to the CLI parser costs nothing.
+"""
+import csv
+import json
+import os
+import sys
+
+import numpy as np
+
+from vitjax.analysis import filters as filters_lib, posemb as posemb_lib
+from vitjax.analysis.posemb import NotApplicable
+
+NUM_SHOW = 8  # images drawn in the attention-map figure; all `num_images` enter the distance
+
+
+# --- Tables -------------------------------------------------------------------------------------
+
+def _write_csv(path: str, rows: list[dict]) -> str:
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def _write_json(path: str, payload: dict) -> str:
+    with open(path, "w") as f:
+        json.dump(payload, f, indent=1)
+    return path
+
+
+def _rounded(array, digits=6):
+    return np.round(np.asarray(array, np.float64), digits).tolist()
+
+
+# --- One section a figure ----------------------------------------------------------------------
+
+def _vit_only(model, what: str) -> None:
+    from vitjax.models import ViT
+    if not isinstance(model, ViT):
+        raise NotApplicable(f"{type(model).__name__} is a ResNet with no attention layers and no position "
+                            f"embeddings, so {what} does not apply")
+
+
+def _grid(model, image_shape) -> tuple[tuple[int, int], int]:
+    """((rows, cols) of the patch grid, patch size in input pixels; the hybrid's counts pixels too)."""
+    _, patch = model.dims()
+    return (image_shape[0] // patch, image_shape[1] // patch), patch
+
+
+def posemb_section(model, params, image_shape, out) -> list[str]:
+    _vit_only(model, "the position-embedding similarity")
+    if model.posemb != "learned":
+        kind = "no position embedding" if model.posemb == "none" else "a fixed sin-cos table, similar by construction"
+        raise NotApplicable(f"the model has posemb={model.posemb!r} ({kind}), not a learned position embedding, "
+                            f"so there is no learned similarity pattern to show")
+    grid, _ = _grid(model, image_shape)
+    similarity = posemb_lib.similarity_grid(params, grid, num_prefix=1 if model.pool == "tok" else 0)
+    from vitjax.analysis import figures
+    return [figures.posemb_similarity(similarity, os.path.join(out, "posemb_similarity.png")),
+            _write_csv(os.path.join(out, "posemb_similarity.csv"), posemb_lib.similarity_rows(similarity))]
+
+
+def filters_section(model, params, out) -> list[str]:
+    kernel, description = filters_lib.first_layer_kernel(model, params)
+    pca = filters_lib.principal_components(kernel)
+    from vitjax.analysis import figures
+    png = figures.filter_components(pca["components"], pca["explained_variance_ratio"],
+                                    os.path.join(out, "filter_pca.png"), title=description)
+    table = _write_json(os.path.join(out, "filter_pca.json"), {
+        "description": description, "kernel_shape": list(kernel.shape),
+        "explained_variance_ratio": _rounded(pca["explained_variance_ratio"]),
+        "components": _rounded(pca["components"]),
+    })
+    return [png, table]
+
+
+def attention_sections(model, params, images, out, *, num_show=NUM_SHOW) -> tuple[dict, dict]:
+    """Both attention figures from one pass over the images: ({name: paths}, settings for the summary)."""
+    from vitjax.analysis import attention, figures
+    grid, patch = _grid(model, images.shape[1:])
+    stats = attention.summarize(model, params, images, grid, patch, num_show=num_show)
+    distances = attention.patch_distances(grid, patch)
+    uniform = float(distances.mean())  # what a head attending everywhere equally would score
+    layers, heads = stats["distance"].shape
+    title = f"Mean attention distance ({stats['num_images']} images, {grid[0]}x{grid[1]} patches of {patch}px)"
+    distance_files = [
+        figures.attention_distance(stats["distance"], os.path.join(out, "attention_distance.png"),
+                                   uniform_distance=uniform, title=title),
+        _write_csv(os.path.join(out, "attention_distance.csv"), [
+            dict(layer=layer + 1, head=head + 1, mean_distance_px=round(float(stats["distance"][layer, head]), 4))
+            for layer in range(layers) for head in range(heads)]),
+    ]
+    shown = images[:len(stats["rollout"])]
+    map_files = [
+        figures.attention_maps(shown, stats["rollout"], stats["cls"], os.path.join(out, "attention_maps.png")),
+        _write_json(os.path.join(out, "attention_maps.json"), {
+            "grid": list(grid), "patch_size": patch, "num_images": len(shown),
+            "note": "cls_attention: last layer, CLS query over patch keys (CLS key dropped, renormalised); "
+                    "rollout: Abnar & Zuidema 2020, heads averaged, (A + I)/2 per layer, multiplied "
+                    "through the layers; CLS row over patch keys (mean over patch rows without CLS)",
+            "rollout": _rounded(stats["rollout"]),
+            "cls_attention": None if stats["cls"] is None else _rounded(stats["cls"]),
+        }),
+    ]
+    meta = {"grid": list(grid), "patch_size": patch, "num_images": stats["num_images"],
+            "uniform_attention_distance_px": uniform,
+            "attention_distance_note": "per query patch, the attention-weighted mean pixel distance between "
+                                       "patch centres, CLS dropped from queries and keys and rows "
+                                       "renormalised; averaged over query patches and images"}
+    return {"attention_distance": distance_files, "attention_maps": map_files}, meta
+
+
+# --- Whole analyses -----------------------------------------------------------------------------
+
+def analyze(model, params, images, out: str, *, image_shape=None, images_note: str | None = None,
+            num_show: int = NUM_SHOW) -> dict:
+    """Every analysis that applies to `model` with `params`, written into `out`.
+
+    `images` [n, H, W, C] (preprocessed as for evaluation) feed the attention figures; without them
+    (None, or empty) those are skipped, with `images_note` as the reason. `image_shape` (H, W, C)
+    sets the patch grid when no images are given.
+    Returns {'out', 'written': {name: [paths]}, 'skipped': {name: reason}, 'meta': {...}}.
+    """
+    import flax.linen as nn
+    import jax
+
+    params = jax.tree.map(np.asarray, nn.meta.unbox(params))
+    os.makedirs(out, exist_ok=True)
+    have_images = images is not None and len(images) > 0
+    if have_images:
+        images = np.asarray(images, np.float32)
+        image_shape = images.shape[1:]
+    written, skipped, meta = {}, {}, {"model": type(model).__name__}
+
+    def attempt(name, section):
+        try:
+            written[name] = section()
+        except NotApplicable as reason:
+            skipped[name] = str(reason)
+
+    if image_shape is None:
+        skipped["posemb_similarity"] = "no images and no image shape given, so the patch grid is unknown"
+    else:
+        attempt("posemb_similarity", lambda: posemb_section(model, params, image_shape, out))
+    attempt("filter_pca", lambda: filters_section(model, params, out))
+
+    attention_names = ("attention_distance", "attention_maps")
+    try:
+        _vit_only(model, "attention analysis (distance, CLS maps, rollout)")
+    except NotApplicable as reason:
+        skipped.update({name: str(reason) for name in attention_names})
+    else:
+        if have_images:
+            files, settings = attention_sections(model, params, images, out, num_show=num_show)
+            written.update(files)
+            meta.update(settings)
+        else:
+            reason = f"no test images: {images_note or 'none were given'}"
+            skipped.update({name: reason for name in attention_names})
+
+    return {"out": out, "written": written, "skipped": skipped, "meta": meta}
+
+
+def model_from_config(config, params):
+    """The run's model; the class count is read off the head kernel, so no dataset is needed.
+
+    Computation is float32 whatever the run's dtype: this is a handful of forward passes, and
+    distances and maps should not carry bfloat16 rounding.
+    """
+    from vitjax import models
+    if "head" not in params:
+        raise ValueError("the checkpoint has no 'head' parameters; cannot tell the number of classes")
+    num_classes = int(np.shape(params["head"]["kernel"])[-1])
+    return models.build(config.model_name, num_classes, dtype="float32", **config.model.to_dict())
+
+
+def load_images(config, num_images: int) -> np.ndarray:
+    """The first `num_images` test images of the run's dataset, preprocessed as for evaluation."""
+    from vitjax import data
+    batch_size = max(1, min(num_images, 64))
+    # 'test' is the data package's alias for config.data.test_split.
+    batches = data.eval_batches(config.data, split="test", global_batch_size=batch_size,
+                                process_index=0, process_count=1)
+    kept, count = [], 0
+    for batch in batches:
+        images = np.asarray(batch["image"])[np.asarray(batch["mask"], bool)]  # padding rows are not data
+        kept.append(images)
+        count += len(images)
+        if count >= num_images:
+            break
+    return np.concatenate(kept)[:num_images]
+
+
+def _try_load_images(config, num_images):
+    """(images or None, reason when None): attention figures need images, the others do not."""
+    if num_images <= 0:
+        return None, "--num_images is 0"
+    try:
+        return load_images(config, num_images), None
+    except (ImportError, OSError, ValueError) as error:  # missing data package, files or split
+        return None, f"could not load test images ({type(error).__name__}: {error})"
+
+
+def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None = None,
+                    num_images: int = 64) -> dict:
+    """Loads a run's config and newest (or the given) checkpoint and writes every analysis that applies."""
+    from vitjax.train import workdir as wd
+    from vitjax.train.init_from import read_checkpoint_params
+
+    config = wd.load_config(workdir)
+    params = read_checkpoint_params(checkpoint or workdir)
+    model = model_from_config(config, params)
+    images, note = _try_load_images(config, num_images)
+    result = analyze(model, params, images, out or os.path.join(workdir, "analysis"), images_note=note,
+                     image_shape=_configured_image_shape(config))
+    result["meta"].update(workdir=os.path.abspath(workdir), checkpoint=checkpoint, requested_images=num_images)
+    _write_json(os.path.join(result["out"], "summary.json"), result)
+    return result
+
+
+def _configured_image_shape(config):
+    # Only used when no images could be loaded: the synthetic source states its shape, tfds ones don't.
+    data = config.get("data", {})
+    synthetic = data.get("synthetic", {}) if data.get("name") == "synthetic" else {}
+    shape = synthetic.get("image_shape") if synthetic else None
+    return tuple(shape) if shape else None
+
+
+# --- Command line -------------------------------------------------------------------------------
+
+def main_args(parser) -> None:
+    """Adds `vitjax analyze`'s arguments to an argparse (sub)parser."""
+    parser.add_argument("--workdir", required=True, help="a vitjax run directory (holds config.json)")
+    parser.add_argument("--checkpoint", default=None,
+                        help="a checkpoints/<step> directory or another run's workdir (default: the newest "
+                             "checkpoint in --workdir)")
+    parser.add_argument("--out", default=None, help="where figures and tables go (default: WORKDIR/analysis)")
+    parser.add_argument("--num_images", type=int, default=64, help="test images for the attention figures")
+
+
+def run(args) -> None:
+    try:
+        result = analyze_workdir(args.workdir, checkpoint=args.checkpoint, out=args.out,
+                                 num_images=args.num_images)
+    except (ValueError, FileNotFoundError) as error:
+        sys.exit(f"vitjax analyze: error: {error}")
+    for name, paths in result["written"].items():
+        print(f"{name}: " + ", ".join(paths))
+    for name, reason in result["skipped"].items():
+        print(f"{name}: skipped: {reason}")
+    print(f"summary: {os.path.join(result['out'], 'summary.json')}")
+
+
+if __name__ == "__main__":
+    import argparse
+    _parser = argparse.ArgumentParser(prog="python -m vitjax.analysis.run", description=__doc__.splitlines()[0])
+    main_args(_parser)
+    run(_parser.parse_args())
