@@ -3,6 +3,7 @@
     vitjax train --config configs/<file>.py[:arg] --workdir DIR [--config.key=value ...] [--force]
     vitjax eval  --workdir DIR [--checkpoint PATH]
     vitjax data prepare fashion_mnist [--data_dir DIR] [--download]
+    vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64]
 """
 import argparse
 import sys
@@ -66,10 +67,13 @@ def main(argv=None):
     prepare.add_argument("--data_dir", default=None)
     prepare.add_argument("--download", action="store_true", help="use the ordinary tfds download (needs internet)")
 
+    from vitjax.analysis import run as analysis  # cheap: jax and matplotlib load only when it runs
+    analysis.main_args(commands.add_parser("analyze", help="figures that look inside a trained ViT (paper Fig. 7)"))
+
     if argv and argv[0] == "train":
         return _train(argv[1:])
     args = parser.parse_args(argv)
-    {"eval": _eval, "data": _data}[args.command](args)
+    {"eval": _eval, "data": _data, "analyze": analysis.run}[args.command](args)
 
 
 if __name__ == "__main__":

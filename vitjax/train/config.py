@@ -6,7 +6,6 @@ A config file under configs/ defines `get_config(arg)` returning `base()` with i
 by the CLI, so `--config.batchsize=1` (a typo) fails at start-up instead of being ignored.
 """
 import ml_collections
-from ml_collections import config_dict
 
 from vitjax import data
 
@@ -23,15 +22,16 @@ def base() -> ml_collections.ConfigDict:
 
     c.data = data.default_config()
 
-    # Duration: exactly one of total_steps / total_epochs / total_examples; the same for warmup.
+    # Duration: exactly one of total_steps / total_epochs / total_examples is non-zero (switch on the
+    # command line with e.g. `--config.total_epochs=0 --config.total_steps=300`); at most one for warmup.
     c.batch_size = 128
     c.eval_batch_size = 500
-    c.total_steps = config_dict.placeholder(int)
-    c.total_epochs = config_dict.placeholder(float)
-    c.total_examples = config_dict.placeholder(int)
-    c.warmup_steps = config_dict.placeholder(int)
-    c.warmup_epochs = config_dict.placeholder(float)
-    c.warmup_examples = config_dict.placeholder(int)
+    c.total_steps = 0
+    c.total_epochs = 0.0
+    c.total_examples = 0
+    c.warmup_steps = 0
+    c.warmup_epochs = 0.0
+    c.warmup_examples = 0
 
     # Optimisation.
     c.optimizer = ml_collections.ConfigDict(dict(

@@ -14,12 +14,15 @@ DURATION_UNITS = ("steps", "epochs", "examples")
 
 
 def steps_of(config, prefix: str, *, num_train_examples: int, batch_size: int, required: bool) -> int:
-    """Reads `{prefix}_steps`, `{prefix}_epochs` or `{prefix}_examples` (exactly one) as optimiser steps."""
-    given = {unit: config.get(f"{prefix}_{unit}") for unit in DURATION_UNITS}
-    given = {unit: value for unit, value in given.items() if value is not None}
+    """Reads `{prefix}_steps`, `{prefix}_epochs` or `{prefix}_examples` as optimiser steps.
+
+    At most one of the three may be non-zero (exactly one when `required`).
+    """
+    given = {unit: config.get(f"{prefix}_{unit}") or 0 for unit in DURATION_UNITS}
+    given = {unit: value for unit, value in given.items() if value != 0}
     if len(given) > 1:
         raise ValueError(f"set only one of {', '.join(f'{prefix}_{u}' for u in given)} "
-                         f"(got {given}); set the others to None")
+                         f"(got {given}); set the others to 0")
     if not given:
         if required:
             raise ValueError(f"set one of {prefix}_steps, {prefix}_epochs or {prefix}_examples")
