@@ -91,6 +91,9 @@ def dot_product_attention(
     chosen = None if implementation == "xla_or_cudnn" else implementation
     if chosen is None and jax.default_backend() == "gpu":
         chosen = _cudnn_if_supported(query)
+    if is_causal and query.shape[1] != key.shape[1]:
+        # jax.nn aligns its causal mask to the start (query i sees keys 0..i); ours aligns to the end.
+        mask, is_causal = _combined_mask(mask, True, query.shape[1], key.shape[1]), False
     dtype = jnp.result_type(query, key, value)
     out = jax.nn.dot_product_attention(
         query.astype(dtype), key.astype(dtype), value.astype(dtype),

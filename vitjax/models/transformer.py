@@ -19,7 +19,12 @@ from vitjax.models.posemb import AddPositionEmbedding, Kind as PosembKind
 
 Norm = Literal["layernorm", "rmsnorm"]
 NormPosition = Literal["pre", "post"]
-REMAT_POLICIES = tuple(name for name in dir(jax.checkpoint_policies) if not name.startswith("_"))
+# The ready-made policies; the other names in jax.checkpoint_policies (save_only_these_names, ...) are
+# factories that need arguments and fail when used as a policy.
+REMAT_POLICIES = tuple(name for name in (
+    "nothing_saveable", "everything_saveable", "dots_saveable", "checkpoint_dots",
+    "dots_with_no_batch_dims_saveable", "checkpoint_dots_with_no_batch_dims")
+    if hasattr(jax.checkpoint_policies, name))
 
 
 def make_norm(kind: Norm, dtype, param_dtype, *, index: int = 0, name: str | None = None):
@@ -136,6 +141,13 @@ class DecoderBlock(_BlockBase):
         return self._residual(x, 2, self._mlp(), droppath_rate)
 
 
+class _StackedDecoderBlock(DecoderBlock):
+    """DecoderBlock with the (x, droppath_rate, *args) call order that `_run_layers` uses."""
+
+    def __call__(self, x, droppath_rate, encoded, self_mask=None, cross_mask=None):
+        return super().__call__(x, encoded, droppath_rate, self_mask, cross_mask)
+
+
 def _checkpointed(block_cls, remat_policy):
     if remat_policy is None:
         return block_cls
@@ -219,7 +231,7 @@ class Decoder(_StackBase):
     def __call__(self, x, encoded, *, train=False, self_mask=None, cross_mask=None):
         x = AddPositionEmbedding(self.posemb, param_dtype=self.param_dtype, name="posembed_input")(x)
         x = nn.Dropout(self.dropout_rate)(x, deterministic=not train)
-        x = _run_layers(DecoderBlock, self._block_kwargs(train), self.depth, x, self.droppath_rate,
+        x = _run_layers(_StackedDecoderBlock, self._block_kwargs(train), self.depth, x, self.droppath_rate,
                         encoded, self_mask, cross_mask, scan=self.scan,
                         remat_policy=self.remat_policy, name="decoderblock")
         return self._final_norm(x, "decoder_norm")

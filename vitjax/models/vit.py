@@ -48,6 +48,11 @@ def parse_variant(variant: str) -> tuple[Size, int]:
     return SIZES[match.group(1)], int(match.group(2))
 
 
+def _dense_init(rng, features_in, features_out, dtype):
+    return {"kernel": nn.initializers.lecun_normal()(rng, (features_in, features_out), dtype),
+            "bias": jnp.zeros((features_out,), dtype)}
+
+
 class MAPHead(nn.Module):
     """Multihead attention pooling: a learned probe token attends over all tokens, then an MLP."""
     num_heads: int
@@ -175,7 +180,13 @@ class ViT(nn.Module):
             x = MAPHead(size.num_heads, size.mlp_dim, name="MAPHead_0", **dtypes)(x)
 
         if self.representation_size is not None:
-            x = jnp.tanh(nn.Dense(self.representation_size, name="pre_logits", **dtypes)(x))
+            # One 'params' variable holding {kernel, bias} rather than an nn.Dense child: the parameter
+            # path is the official `pre_logits/{kernel,bias}`, and the name stays free for the sow
+            # below (Flax forbids a variable named like a child module).
+            layer = self.param("pre_logits", _dense_init, x.shape[-1], self.representation_size,
+                               self.param_dtype)
+            x, kernel, bias = nn.dtypes.promote_dtype(x, layer["kernel"], layer["bias"], dtype=self.dtype)
+            x = jnp.tanh(x @ kernel + bias)
         self.sow("intermediates", "pre_logits", x)
         head_init = nn.initializers.zeros if self.head_zero_init else nn.initializers.lecun_normal()
         logits = nn.Dense(self.num_classes, kernel_init=head_init, name="head", **dtypes)(x)

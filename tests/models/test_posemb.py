@@ -1,0 +1,104 @@
+"""Position embeddings: the sinusoid formulas, grid resizing, and the learned table's layout."""
+import math
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from vitjax.models import posemb
+from vitjax.models.posemb import AddPositionEmbedding, resize_grid, sincos_1d, sincos_2d
+from vitjax.models.vit import ViT
+
+
+@pytest.mark.parametrize("pos,channel", [(0, 0), (0, 1), (1, 0), (3, 1), (7, 4), (7, 5), (11, 14), (11, 15)])
+def test_sincos_1d_matches_the_vaswani_formula(pos, channel):
+    width = 16
+    table = sincos_1d(12, width)
+    i = channel // 2
+    angle = pos / 10_000 ** (2 * i / width)
+    expected = math.sin(angle) if channel % 2 == 0 else math.cos(angle)
+    assert table.shape == (12, width)
+    assert table[pos, channel] == pytest.approx(expected, abs=1e-6)
+
+
+def test_sincos_1d_rejects_an_odd_width():
+    with pytest.raises(ValueError, match="even width, got 15"):
+        sincos_1d(4, 15)
+
+
+def test_sincos_2d_codes_rows_and_columns_and_separates_positions():
+    rows, cols, width = 3, 4, 16
+    table = sincos_2d((rows, cols), width)
+    assert table.shape == (rows * cols, width)
+    grid = table.reshape(rows, cols, width)
+    half = width // 2
+    # The first half of the channels encodes the row only, the second half the column only.
+    assert np.ptp(grid[:, :, :half], axis=1).max() == 0.0, "row code must not depend on the column"
+    assert np.ptp(grid[:, :, half:], axis=0).max() == 0.0, "column code must not depend on the row"
+    # Every grid position gets its own code.
+    distances = np.linalg.norm(table[:, None] - table[None], axis=-1)
+    assert distances[~np.eye(rows * cols, dtype=bool)].min() > 1e-2
+    with pytest.raises(ValueError, match="divisible by 4, got 18"):
+        sincos_2d((2, 2), 18)
+
+
+def test_resize_grid_keeps_cls_and_gives_the_new_shape():
+    width = 8
+    table = np.random.default_rng(0).normal(size=(1, 1 + 4 * 4, width)).astype(np.float32)
+    resized = resize_grid(table, (6, 6))
+    assert resized.shape == (1, 1 + 36, width)
+    np.testing.assert_array_equal(resized[:, 0], table[:, 0])
+    # Bilinear interpolation stays within the range of the original grid, channel by channel.
+    grid = table[0, 1:]
+    assert (resized[0, 1:] >= grid.min(0) - 1e-6).all() and (resized[0, 1:] <= grid.max(0) + 1e-6).all()
+    # A constant grid stays constant; a grid that varies stays varying.
+    constant = np.concatenate([table[:, :1], np.full((1, 16, width), 0.7, np.float32)], axis=1)
+    np.testing.assert_allclose(resize_grid(constant, (6, 6))[0, 1:], 0.7, atol=1e-6)
+    assert np.ptp(resized[0, 1:], axis=0).min() > 1e-3
+
+
+def test_resize_grid_to_the_same_grid_is_the_identity():
+    table = np.random.default_rng(1).normal(size=(1, 1 + 9, 8)).astype(np.float32)
+    np.testing.assert_array_equal(resize_grid(table, (3, 3)), table)
+    no_cls = table[:, 1:]
+    np.testing.assert_array_equal(resize_grid(no_cls, (3, 3), num_prefix_tokens=0), no_cls)
+
+
+def test_resize_grid_of_a_non_square_table_needs_old_grid():
+    table = np.zeros((1, 1 + 6, 4), np.float32)
+    with pytest.raises(ValueError, match=r"6 entries after 1 prefix tokens; pass old_grid"):
+        resize_grid(table, (3, 3))
+    assert resize_grid(table, (4, 6), old_grid=(2, 3)).shape == (1, 1 + 24, 4)
+
+
+def test_learned_posemb_is_a_parameter_covering_cls_and_every_patch():
+    width, grid = 16, 4
+    model = ViT(num_classes=3, patch_size=4, width=width, depth=1, mlp_dim=32, num_heads=2)
+    images = jax.ShapeDtypeStruct((1, 4 * grid, 4 * grid, 3), jnp.float32)
+    params = nn.unbox(jax.eval_shape(model.init, jax.random.key(0), images))["params"]
+    assert params["Transformer"]["posembed_input"]["pos_embedding"].shape == (1, 1 + grid * grid, width)
+    gap = model.clone(pool="gap")
+    gap_params = nn.unbox(jax.eval_shape(gap.init, jax.random.key(0), images))["params"]
+    assert gap_params["Transformer"]["posembed_input"]["pos_embedding"].shape == (1, grid * grid, width)
+    # The fixed embeddings have no parameters.
+    fixed = jax.eval_shape(model.clone(posemb="sincos2d").init, jax.random.key(0), images)["params"]
+    assert "posembed_input" not in fixed["Transformer"]
+
+
+@pytest.mark.parametrize("kind", ["sincos1d", "sincos2d"])
+def test_fixed_posemb_leaves_prefix_tokens_alone_and_adds_the_table(kind):
+    width, prefix, grid = 8, 1, (2, 3)
+    x = jnp.asarray(np.random.default_rng(2).normal(size=(2, prefix + 6, width)), jnp.float32)
+    y = np.asarray(AddPositionEmbedding(kind, grid=grid, num_prefix_tokens=prefix).apply({}, x))
+    np.testing.assert_array_equal(y[:, :prefix], np.asarray(x[:, :prefix]))
+    table = sincos_1d(6, width) if kind == "sincos1d" else sincos_2d(grid, width)
+    np.testing.assert_allclose(y[:, prefix:] - np.asarray(x[:, prefix:]), np.broadcast_to(table, (2, 6, width)),
+                               atol=1e-6)
+
+
+def test_unknown_posemb_kind_raises():
+    with pytest.raises(ValueError, match=r"unknown position embedding 'rope'; choose one of"):
+        AddPositionEmbedding("rope").apply({}, jnp.zeros((1, 4, 8)))
+    assert "rope" not in posemb.KINDS
