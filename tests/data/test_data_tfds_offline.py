@@ -15,102 +15,117 @@ from vitjax.data import fashion_mnist_offline
 DEBIAN_FILES_MISSING = fashion_mnist_offline.missing_files(fashion_mnist_offline.DEBIAN_DIR)
 needs_debian_files = pytest.mark.skipif(
     bool(DEBIAN_FILES_MISSING),
-    reason=f'Debian package dataset-fashion-mnist not installed ({fashion_mnist_offline.DEBIAN_DIR} lacks '
-           f'{DEBIAN_FILES_MISSING}); `apt-get install dataset-fashion-mnist` to run these tests.')
+    reason=f"Debian package dataset-fashion-mnist not installed ({fashion_mnist_offline.DEBIAN_DIR} lacks "
+    f"{DEBIAN_FILES_MISSING}); `apt-get install dataset-fashion-mnist` to run these tests.",
+)
 
 
 def _block_network(mp):
-  """Makes every connection attempt fail; returns the list the attempts are recorded in."""
-  attempts = []
+    """Makes every connection attempt fail; returns the list the attempts are recorded in."""
+    attempts = []
 
-  def refuse(*args, **kwargs):
-    attempts.append(args[1:] if args else kwargs)
-    raise OSError('network disabled in this test')
+    def refuse(*args, **kwargs):
+        attempts.append(args[1:] if args else kwargs)
+        raise OSError("network disabled in this test")
 
-  mp.setattr(socket.socket, 'connect', lambda self, *a, **k: refuse(self, *a, **k))
-  mp.setattr(socket.socket, 'connect_ex', lambda self, *a, **k: refuse(self, *a, **k))
-  mp.setattr(socket, 'create_connection', lambda *a, **k: refuse(None, *a, **k))
-  mp.setattr(socket, 'getaddrinfo', lambda *a, **k: refuse(None, *a, **k))
-  return attempts
+    mp.setattr(socket.socket, "connect", lambda self, *a, **k: refuse(self, *a, **k))
+    mp.setattr(socket.socket, "connect_ex", lambda self, *a, **k: refuse(self, *a, **k))
+    mp.setattr(socket, "create_connection", lambda *a, **k: refuse(None, *a, **k))
+    mp.setattr(socket, "getaddrinfo", lambda *a, **k: refuse(None, *a, **k))
+    return attempts
 
 
-@pytest.fixture(scope='module')
+@pytest.fixture(scope="module")
 def offline():
-  """(data_dir, attempts): Fashion-MNIST prepared on first use (by get_info) into a fresh dir, no network."""
-  import tempfile  # pylint: disable=import-outside-toplevel
-  with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as data_dir:
-    attempts = _block_network(mp)
-    if not DEBIAN_FILES_MISSING:
-      info = data.get_info(dict(name='fashion_mnist', data_dir=data_dir))
-      assert info == data.DataInfo(num_train=60_000, num_test=10_000, num_classes=10, image_shape=(28, 28, 1))
-    yield data_dir, attempts
-    assert not attempts, f'network was tried: {attempts}'
+    """(data_dir, attempts): Fashion-MNIST prepared on first use (by get_info) into a fresh dir, no network."""
+    import tempfile  # pylint: disable=import-outside-toplevel
+
+    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as data_dir:
+        attempts = _block_network(mp)
+        if not DEBIAN_FILES_MISSING:
+            info = data.get_info(dict(name="fashion_mnist", data_dir=data_dir))
+            assert info == data.DataInfo(
+                num_train=60_000, num_test=10_000, num_classes=10, image_shape=(28, 28, 1)
+            )
+        yield data_dir, attempts
+        assert not attempts, f"network was tried: {attempts}"
 
 
 @needs_debian_files
 def test_fashion_mnist_prepared_offline_on_first_use(offline):
-  data_dir, attempts = offline
-  # Explicit preparation of an already prepared dir is a cheap no-op that returns the dir.
-  assert data.prepare('fashion_mnist', data_dir=data_dir) == data_dir
-  # A slice of the train split keeps this test fast; the full split is the same code with more examples.
-  cfg = dict(name='fashion_mnist', data_dir=data_dir, train_split='train[:5000]', train_size=1000,
-             pp_train='value_range(0, 1)')
-  assert data.get_info(cfg).num_train == 1000
-  batch = next(data.train_batches(cfg, global_batch_size=100))
-  assert batch['image'].shape == (100, 28, 28, 1) and batch['labels'].shape == (100, 10)
-  assert 0 <= batch['image'].min() and batch['image'].max() <= 1 and batch['image'].max() > 0.5
-  assert not attempts
+    data_dir, attempts = offline
+    # Explicit preparation of an already prepared dir is a cheap no-op that returns the dir.
+    assert data.prepare("fashion_mnist", data_dir=data_dir) == data_dir
+    # A slice of the train split keeps this test fast; the full split is the same code with more examples.
+    cfg = dict(
+        name="fashion_mnist",
+        data_dir=data_dir,
+        train_split="train[:5000]",
+        train_size=1000,
+        pp_train="value_range(0, 1)",
+    )
+    assert data.get_info(cfg).num_train == 1000
+    batch = next(data.train_batches(cfg, global_batch_size=100))
+    assert batch["image"].shape == (100, 28, 28, 1) and batch["labels"].shape == (100, 10)
+    assert 0 <= batch["image"].min() and batch["image"].max() <= 1 and batch["image"].max() > 0.5
+    assert not attempts
 
 
 def read_idx(name, offset):
-  with gzip.open(os.path.join(fashion_mnist_offline.DEBIAN_DIR, name)) as f:
-    return np.frombuffer(f.read(), np.uint8, offset=offset)
+    with gzip.open(os.path.join(fashion_mnist_offline.DEBIAN_DIR, name)) as f:
+        return np.frombuffer(f.read(), np.uint8, offset=offset)
 
 
 @needs_debian_files
 def test_fashion_mnist_test_split_is_the_debian_data(offline):
-  data_dir, attempts = offline
-  cfg = dict(name='fashion_mnist', data_dir=data_dir, pp_eval='value_range(0, 255)', pp_train='value_range(0, 1)')
-  batches = data.eval_batches(cfg, 'test', global_batch_size=4096)
-  images = np.concatenate([b['image'][b['mask']] for b in batches]).astype(np.uint8)
-  labels = np.concatenate([b['label'][b['mask']] for b in batches])
-  assert len(batches) == 3 and len(labels) == 10_000
-  np.testing.assert_array_equal(np.bincount(labels, minlength=10), [1000] * 10)
-  # Same (image, label) pairs as the raw files; tfds stores them in its own shuffled order.
-  raw_images = read_idx('t10k-images-idx3-ubyte.gz', 16).reshape(-1, 784)
-  raw_labels = read_idx('t10k-labels-idx1-ubyte.gz', 8)
-  pairs = lambda x, y: sorted(bytes(row) + bytes([label]) for row, label in zip(x, y))
-  assert pairs(images.reshape(-1, 784), labels) == pairs(raw_images, raw_labels)
-  assert not attempts
+    data_dir, attempts = offline
+    cfg = dict(
+        name="fashion_mnist", data_dir=data_dir, pp_eval="value_range(0, 255)", pp_train="value_range(0, 1)"
+    )
+    batches = data.eval_batches(cfg, "test", global_batch_size=4096)
+    images = np.concatenate([b["image"][b["mask"]] for b in batches]).astype(np.uint8)
+    labels = np.concatenate([b["label"][b["mask"]] for b in batches])
+    assert len(batches) == 3 and len(labels) == 10_000
+    np.testing.assert_array_equal(np.bincount(labels, minlength=10), [1000] * 10)
+    # Same (image, label) pairs as the raw files; tfds stores them in its own shuffled order.
+    raw_images = read_idx("t10k-images-idx3-ubyte.gz", 16).reshape(-1, 784)
+    raw_labels = read_idx("t10k-labels-idx1-ubyte.gz", 8)
+    pairs = lambda x, y: sorted(bytes(row) + bytes([label]) for row, label in zip(x, y))
+    assert pairs(images.reshape(-1, 784), labels) == pairs(raw_images, raw_labels)
+    assert not attempts
 
 
 @needs_debian_files
 def test_streaming_path_shards_and_pads(offline):
-  data_dir, attempts = offline
-  cfg = dict(name='fashion_mnist', data_dir=data_dir, in_memory=False, shuffle_buffer=100)
-  it = data.train_batches(cfg, global_batch_size=64, seed=3, process_index=1, process_count=2)
-  for _ in range(2):
-    batch = next(it)
-    assert batch['image'].shape == (32, 28, 28, 1) and batch['labels'].shape == (32, 10)
-  np.testing.assert_allclose(batch['labels'].sum(1), 1)
-  cfg['test_split'] = 'test[:1001]'  # Odd size: the processes' parts differ by one, padding evens them out.
-  parts = [data.eval_batches(cfg, 'test', global_batch_size=200, process_index=p, process_count=2)
-           for p in range(2)]
-  assert len(parts[0]) == len(parts[1]) == 6 and parts[0].num_examples == 1001
-  assert sum(int(b['mask'].sum()) for part in parts for b in part) == 1001
-  assert not attempts
-
-
-def test_unknown_and_unprepared_tfds_names_fail_without_network(tmp_path):
-  with pytest.MonkeyPatch.context() as mp:
-    attempts = _block_network(mp)
-    with pytest.raises(data.DataError, match="'fashion_mnits'.*Did you mean 'fashion_mnist'"):
-      data.get_info(dict(name='fashion_mnits', data_dir=str(tmp_path)))
-    with pytest.raises(data.MissingDataError, match="'cifar10' is not prepared.*vitjax data prepare cifar10"):
-      data.get_info(dict(name='cifar10', data_dir=str(tmp_path)))
+    data_dir, attempts = offline
+    cfg = dict(name="fashion_mnist", data_dir=data_dir, in_memory=False, shuffle_buffer=100)
+    it = data.train_batches(cfg, global_batch_size=64, seed=3, process_index=1, process_count=2)
+    for _ in range(2):
+        batch = next(it)
+        assert batch["image"].shape == (32, 28, 28, 1) and batch["labels"].shape == (32, 10)
+    np.testing.assert_allclose(batch["labels"].sum(1), 1)
+    cfg["test_split"] = "test[:1001]"  # Odd size: the processes' parts differ by one, padding evens them out.
+    parts = [
+        data.eval_batches(cfg, "test", global_batch_size=200, process_index=p, process_count=2)
+        for p in range(2)
+    ]
+    assert len(parts[0]) == len(parts[1]) == 6 and parts[0].num_examples == 1001
+    assert sum(int(b["mask"].sum()) for part in parts for b in part) == 1001
     assert not attempts
 
 
+def test_unknown_and_unprepared_tfds_names_fail_without_network(tmp_path):
+    with pytest.MonkeyPatch.context() as mp:
+        attempts = _block_network(mp)
+        with pytest.raises(data.DataError, match="'fashion_mnits'.*Did you mean 'fashion_mnist'"):
+            data.get_info(dict(name="fashion_mnits", data_dir=str(tmp_path)))
+        with pytest.raises(
+            data.MissingDataError, match="'cifar10' is not prepared.*vitjax data prepare cifar10"
+        ):
+            data.get_info(dict(name="cifar10", data_dir=str(tmp_path)))
+        assert not attempts
+
+
 def test_missing_debian_files_say_how_to_get_them(tmp_path):
-  with pytest.raises(data.MissingDataError, match=r'apt-get install dataset-fashion-mnist.*download=True'):
-    fashion_mnist_offline.prepare_offline(str(tmp_path / 'tfds'), raw_dir=str(tmp_path / 'nowhere'))
+    with pytest.raises(data.MissingDataError, match=r"apt-get install dataset-fashion-mnist.*download=True"):
+        fashion_mnist_offline.prepare_offline(str(tmp_path / "tfds"), raw_dir=str(tmp_path / "nowhere"))

@@ -24,11 +24,22 @@ from vitjax.data.tfds_source import prepare
 # TF only runs the input pipeline: keep it off accelerators, whose memory JAX needs (a no-op with
 # tensorflow-cpu; too late, and harmless, if TF already initialised its devices).
 try:
-  tf.config.set_visible_devices([], 'GPU')
+    tf.config.set_visible_devices([], "GPU")
 except RuntimeError:
-  pass
+    pass
 
 __all__ = [
-    'DataError', 'DataInfo', 'EvalBatches', 'MissingDataError', 'default_config', 'eval_batches',
-    'get_info', 'known_ops', 'prefetch', 'prepare', 'register_pp_op', 'to_global', 'train_batches',
+    "DataError",
+    "DataInfo",
+    "EvalBatches",
+    "MissingDataError",
+    "default_config",
+    "eval_batches",
+    "get_info",
+    "known_ops",
+    "prefetch",
+    "prepare",
+    "register_pp_op",
+    "to_global",
+    "train_batches",
 ]

@@ -17,63 +17,65 @@ import tensorflow as tf
 
 from vitjax.data.errors import DataError, MissingDataError
 
-IMAGE_EXTENSIONS = ('.png', '.jpg', '.jpeg', '.bmp', '.gif')
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
 
 
 def class_names(root):
-  names = set()
-  for split in os.listdir(root):
-    split_dir = os.path.join(root, split)
-    if os.path.isdir(split_dir):
-      names.update(d for d in os.listdir(split_dir) if os.path.isdir(os.path.join(split_dir, d)))
-  return sorted(names)
+    names = set()
+    for split in os.listdir(root):
+        split_dir = os.path.join(root, split)
+        if os.path.isdir(split_dir):
+            names.update(d for d in os.listdir(split_dir) if os.path.isdir(os.path.join(split_dir, d)))
+    return sorted(names)
 
 
 def _files(root, split):
-  split_dir = os.path.join(root, split)
-  if not os.path.isdir(split_dir):
-    raise MissingDataError(f'Image folder {root} has no split directory {split!r} ({split_dir}).')
-  classes = class_names(root)
-  files, labels = [], []
-  for label, name in enumerate(classes):
-    class_dir = os.path.join(split_dir, name)
-    if not os.path.isdir(class_dir):
-      continue
-    for fname in sorted(os.listdir(class_dir)):
-      if fname.lower().endswith(IMAGE_EXTENSIONS):
-        files.append(os.path.join(class_dir, fname))
-        labels.append(label)
-  return files, np.asarray(labels, np.int64), len(classes)
+    split_dir = os.path.join(root, split)
+    if not os.path.isdir(split_dir):
+        raise MissingDataError(f"Image folder {root} has no split directory {split!r} ({split_dir}).")
+    classes = class_names(root)
+    files, labels = [], []
+    for label, name in enumerate(classes):
+        class_dir = os.path.join(split_dir, name)
+        if not os.path.isdir(class_dir):
+            continue
+        for fname in sorted(os.listdir(class_dir)):
+            if fname.lower().endswith(IMAGE_EXTENSIONS):
+                files.append(os.path.join(class_dir, fname))
+                labels.append(label)
+    return files, np.asarray(labels, np.int64), len(classes)
 
 
 def _unify_channels(image, channels):
-  if image.shape[2] == channels:
-    return image
-  if channels == 1:  # Only reached when all images have 1 or 2 (gray + alpha) channels.
-    return image[..., :1]
-  return np.repeat(image[..., :1], 3, axis=2) if image.shape[2] < 3 else image[..., :3]
+    if image.shape[2] == channels:
+        return image
+    if channels == 1:  # Only reached when all images have 1 or 2 (gray + alpha) channels.
+        return image[..., :1]
+    return np.repeat(image[..., :1], 3, axis=2) if image.shape[2] < 3 else image[..., :3]
 
 
 def load(root, split):
-  """(images, labels, num_classes, channels): images uint8 [N, H, W, C], or encoded bytes [N] if sizes vary."""
-  if not os.path.isdir(root):
-    raise MissingDataError(f'Image folder root {root} does not exist.')
-  files, labels, num_classes = _files(root, split)
-  if not files:
-    raise DataError(f'Image folder {root} split {split!r} is empty: no {"/".join(IMAGE_EXTENSIONS)} files '
-                    f'in {root}/{split}/<class>/.')
-  encoded, decoded = [], []
-  for path in files:
-    with open(path, 'rb') as f:
-      data = f.read()
-    try:
-      image = tf.io.decode_image(data, channels=0, expand_animations=False)
-    except tf.errors.InvalidArgumentError as e:
-      raise DataError(f'Cannot decode image {path}: {e.message}') from None
-    encoded.append(data)
-    decoded.append(image.numpy())
-  channels = 3 if max(im.shape[2] for im in decoded) >= 3 else 1
-  decoded = [_unify_channels(im, channels) for im in decoded]
-  if len({im.shape for im in decoded}) == 1:
-    return np.stack(decoded), labels, num_classes, channels
-  return np.array(encoded, dtype=object), labels, num_classes, channels
+    """(images, labels, num_classes, channels): images uint8 [N, H, W, C], or encoded bytes [N] if sizes vary."""
+    if not os.path.isdir(root):
+        raise MissingDataError(f"Image folder root {root} does not exist.")
+    files, labels, num_classes = _files(root, split)
+    if not files:
+        raise DataError(
+            f"Image folder {root} split {split!r} is empty: no {'/'.join(IMAGE_EXTENSIONS)} files "
+            f"in {root}/{split}/<class>/."
+        )
+    encoded, decoded = [], []
+    for path in files:
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            image = tf.io.decode_image(data, channels=0, expand_animations=False)
+        except tf.errors.InvalidArgumentError as e:
+            raise DataError(f"Cannot decode image {path}: {e.message}") from None
+        encoded.append(data)
+        decoded.append(image.numpy())
+    channels = 3 if max(im.shape[2] for im in decoded) >= 3 else 1
+    decoded = [_unify_channels(im, channels) for im in decoded]
+    if len({im.shape for im in decoded}) == 1:
+        return np.stack(decoded), labels, num_classes, channels
+    return np.array(encoded, dtype=object), labels, num_classes, channels

@@ -9,41 +9,49 @@ from vitjax.data.errors import DataError
 
 @dataclasses.dataclass(frozen=True)
 class DataInfo:
-  num_train: int  # The train subset's size when train_size is set.
-  num_test: int
-  num_classes: int
-  image_shape: tuple  # (H, W, C) after preprocessing: what the model sees.
+    num_train: int  # The train subset's size when train_size is set.
+    num_test: int
+    num_classes: int
+    image_shape: tuple  # (H, W, C) after preprocessing: what the model sees.
 
 
 def get_info(cfg):
-  """DataInfo of the data config `cfg`; raises DataError/MissingDataError for unusable data or configs."""
-  cfg = config_lib.resolve(cfg)
-  train, test = sources.describe(cfg, 'train'), sources.describe(cfg, 'test')
-  num_train = train.num_examples
-  if cfg.train_size is not None:
-    if cfg.train_size > num_train:
-      raise DataError(f'train_size={cfg.train_size} is larger than {train.where} ({num_train} examples).')
-    num_train = cfg.train_size
-  if test.num_classes != train.num_classes:
-    raise DataError(f'{train.where} has {train.num_classes} classes but {test.where} has {test.num_classes}.')
-  return DataInfo(num_train, test.num_examples, train.num_classes, model_image_shape(cfg, train, test))
+    """DataInfo of the data config `cfg`; raises DataError/MissingDataError for unusable data or configs."""
+    cfg = config_lib.resolve(cfg)
+    train, test = sources.describe(cfg, "train"), sources.describe(cfg, "test")
+    num_train = train.num_examples
+    if cfg.train_size is not None:
+        if cfg.train_size > num_train:
+            raise DataError(
+                f"train_size={cfg.train_size} is larger than {train.where} ({num_train} examples)."
+            )
+        num_train = cfg.train_size
+    if test.num_classes != train.num_classes:
+        raise DataError(
+            f"{train.where} has {train.num_classes} classes but {test.where} has {test.num_classes}."
+        )
+    return DataInfo(num_train, test.num_examples, train.num_classes, model_image_shape(cfg, train, test))
 
 
 def pp_output_shape(pp, spec, what):
-  """The fixed image shape pp string `pp` gives images of `spec`; DataError if the ops leave it varying."""
-  shape, _ = preprocess.Preprocess(pp).output_spec(spec.image_shape)
-  if None in shape:
-    raise DataError(f'{what} {pp!r} turns {spec.where} images of shape {spec.image_shape} (None: varies '
-                    f'between images) into shape {shape}, not one fixed size; add e.g. resize(...) or '
-                    f'central_crop(...).')
-  return shape
+    """The fixed image shape pp string `pp` gives images of `spec`; DataError if the ops leave it varying."""
+    shape, _ = preprocess.Preprocess(pp).output_spec(spec.image_shape)
+    if None in shape:
+        raise DataError(
+            f"{what} {pp!r} turns {spec.where} images of shape {spec.image_shape} (None: varies "
+            f"between images) into shape {shape}, not one fixed size; add e.g. resize(...) or "
+            f"central_crop(...)."
+        )
+    return shape
 
 
 def model_image_shape(cfg, train_spec, test_spec):
-  """The image shape both pp strings produce; they must agree or evaluation would feed another shape."""
-  train_shape = pp_output_shape(cfg.pp_train, train_spec, 'pp_train')
-  eval_shape = pp_output_shape(cfg.pp_eval, test_spec, 'pp_eval')
-  if train_shape != eval_shape:
-    raise DataError(f'pp_train {cfg.pp_train!r} gives images of shape {train_shape} but pp_eval '
-                    f'{cfg.pp_eval!r} gives {eval_shape}; the model needs one shape.')
-  return train_shape
+    """The image shape both pp strings produce; they must agree or evaluation would feed another shape."""
+    train_shape = pp_output_shape(cfg.pp_train, train_spec, "pp_train")
+    eval_shape = pp_output_shape(cfg.pp_eval, test_spec, "pp_eval")
+    if train_shape != eval_shape:
+        raise DataError(
+            f"pp_train {cfg.pp_train!r} gives images of shape {train_shape} but pp_eval "
+            f"{cfg.pp_eval!r} gives {eval_shape}; the model needs one shape."
+        )
+    return train_shape

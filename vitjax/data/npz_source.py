@@ -12,18 +12,18 @@ from vitjax.data.errors import DataError, MissingDataError
 
 
 def load(path, split):
-  """(images, labels, num_classes) of `split`; checking them is left to sources.validate."""
-  if not os.path.exists(path):
-    raise MissingDataError(f'npz data file {path} does not exist.')
-  with np.load(path, allow_pickle=False) as f:
-    keys = set(f.files)
-    want = (f'{split}_images', f'{split}_labels')
-    if not set(want) <= keys:
-      raise DataError(f'{path} has no split {split!r}: it needs keys {want}, has {sorted(keys)}.')
-    images, labels = f[want[0]], f[want[1]]
-    if 'num_classes' in keys:
-      num_classes = int(f['num_classes'])
-    else:
-      all_labels = [f[k] for k in keys if k.endswith('_labels') and f[k].size]
-      num_classes = 1 + max(int(np.max(l)) for l in all_labels) if all_labels else 0
-  return images, labels, num_classes
+    """(images, labels, num_classes) of `split`; checking them is left to sources.validate."""
+    if not os.path.exists(path):
+        raise MissingDataError(f"npz data file {path} does not exist.")
+    with np.load(path, allow_pickle=False) as f:
+        keys = set(f.files)
+        want = (f"{split}_images", f"{split}_labels")
+        if not set(want) <= keys:
+            raise DataError(f"{path} has no split {split!r}: it needs keys {want}, has {sorted(keys)}.")
+        images, labels = f[want[0]], f[want[1]]
+        if "num_classes" in keys:
+            num_classes = int(f["num_classes"])
+        else:
+            all_labels = [f[k] for k in keys if k.endswith("_labels") and f[k].size]
+            num_classes = 1 + max(int(np.max(l)) for l in all_labels) if all_labels else 0
+    return images, labels, num_classes

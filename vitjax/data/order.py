@@ -18,31 +18,35 @@ _EPOCH_TAG = 11  # Keeps the epoch permutations independent of other draws that 
 
 
 def steps_per_epoch(n, global_batch_size):
-  if global_batch_size > n:
-    raise DataError(f'global batch size {global_batch_size} is larger than the training set ({n} examples); '
-                    f'use a smaller batch or a bigger train_size.')
-  return n // global_batch_size
+    if global_batch_size > n:
+        raise DataError(
+            f"global batch size {global_batch_size} is larger than the training set ({n} examples); "
+            f"use a smaller batch or a bigger train_size."
+        )
+    return n // global_batch_size
 
 
 @functools.lru_cache(maxsize=2)  # The current epoch's permutation is reused by every step of that epoch.
 def epoch_permutation(n, seed, epoch):
-  perm = np.random.default_rng([_EPOCH_TAG, seed, epoch]).permutation(n)
-  perm.flags.writeable = False
-  return perm
+    perm = np.random.default_rng([_EPOCH_TAG, seed, epoch]).permutation(n)
+    perm.flags.writeable = False
+    return perm
 
 
 def global_batch_indices(step, n, global_batch_size, seed):
-  """Indices (into the n training examples) of the global batch of `step`, in batch order."""
-  epoch, k = divmod(step, steps_per_epoch(n, global_batch_size))
-  return epoch_permutation(n, seed, epoch)[k * global_batch_size:(k + 1) * global_batch_size]
+    """Indices (into the n training examples) of the global batch of `step`, in batch order."""
+    epoch, k = divmod(step, steps_per_epoch(n, global_batch_size))
+    return epoch_permutation(n, seed, epoch)[k * global_batch_size : (k + 1) * global_batch_size]
 
 
 def process_slice(global_batch_size, process_index, process_count):
-  """This process's rows of every global batch: the process_index-th of process_count equal blocks."""
-  if process_count < 1 or not 0 <= process_index < process_count:
-    raise DataError(f'process_index {process_index} is not in [0, process_count={process_count}).')
-  if global_batch_size <= 0 or global_batch_size % process_count:
-    raise DataError(f'global batch size {global_batch_size} is not a positive multiple of the process count '
-                    f'{process_count}; each process must get the same number of examples.')
-  local = global_batch_size // process_count
-  return slice(process_index * local, (process_index + 1) * local)
+    """This process's rows of every global batch: the process_index-th of process_count equal blocks."""
+    if process_count < 1 or not 0 <= process_index < process_count:
+        raise DataError(f"process_index {process_index} is not in [0, process_count={process_count}).")
+    if global_batch_size <= 0 or global_batch_size % process_count:
+        raise DataError(
+            f"global batch size {global_batch_size} is not a positive multiple of the process count "
+            f"{process_count}; each process must get the same number of examples."
+        )
+    local = global_batch_size // process_count
+    return slice(process_index * local, (process_index + 1) * local)

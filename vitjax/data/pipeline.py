@@ -19,119 +19,136 @@ from vitjax.data.errors import DataError
 
 
 def _checked(cfg, global_batch_size, process_index, process_count):
-  """Resolved cfg, DataInfo and this process's rows of a global batch, or an error before any data flows."""
-  cfg = config_lib.resolve(cfg)
-  rows = order.process_slice(global_batch_size, process_index, process_count)
-  return cfg, info_lib.get_info(cfg), rows
+    """Resolved cfg, DataInfo and this process's rows of a global batch, or an error before any data flows."""
+    cfg = config_lib.resolve(cfg)
+    rows = order.process_slice(global_batch_size, process_index, process_count)
+    return cfg, info_lib.get_info(cfg), rows
 
 
 def train_subset(cfg):
-  """The in-memory train split restricted to the configured nested subset."""
-  split = sources.load(cfg, 'train')
-  idx = subset.subset_indices(split.labels, cfg.train_size, cfg.subset_seed, cfg.class_balanced,
-                              split.num_classes, split.where)
-  return split.take(idx)
+    """The in-memory train split restricted to the configured nested subset."""
+    split = sources.load(cfg, "train")
+    idx = subset.subset_indices(
+        split.labels, cfg.train_size, cfg.subset_seed, cfg.class_balanced, split.num_classes, split.where
+    )
+    return split.take(idx)
 
 
 def _preprocessor(split, pp, image_shape):
-  """(fn(raw images, uniforms) -> float32 numpy [b, *image_shape], num_ops) for a split's raw images.
+    """(fn(raw images, uniforms) -> float32 numpy [b, *image_shape], num_ops) for a split's raw images.
 
-  Called directly per batch rather than through tf.data: the ops are batched already, and JAX's async
-  dispatch overlaps this host work with the running train step.
-  """
-  channels = split.channels if split.encoded else None
-  return _traced_preprocessor(pp, tuple(image_shape), split.image_shape, channels)
+    Called directly per batch rather than through tf.data: the ops are batched already, and JAX's async
+    dispatch overlaps this host work with the running train step.
+    """
+    channels = split.channels if split.encoded else None
+    return _traced_preprocessor(pp, tuple(image_shape), split.image_shape, channels)
 
 
 @functools.lru_cache(maxsize=8)  # Periodic evaluations reuse the traced function instead of retracing.
 def _traced_preprocessor(pp, image_shape, raw_shape, channels):
-  if channels is not None:  # Encoded images whose sizes vary until the ops fix them: one at a time.
-    one, num_ops = examples.make_example_fn(pp, image_shape, channels)
-    image_spec = tf.TensorSpec([None], tf.string)
-    batch = lambda x, u: tf.map_fn(lambda xu: one(*xu), (x, u),
-                                   fn_output_signature=tf.TensorSpec(image_shape, tf.float32))
-  else:
-    batch, num_ops = examples.make_batch_fn(pp, image_shape)
-    image_spec = tf.TensorSpec([None, *raw_shape], tf.uint8)
-  traced = tf.function(batch, autograph=False, input_signature=[
-      image_spec, tf.TensorSpec([None, num_ops, draws.UNIFORMS_PER_OP], tf.float32)])
-  return (lambda images, uniforms: traced(images, uniforms).numpy()), num_ops
+    if channels is not None:  # Encoded images whose sizes vary until the ops fix them: one at a time.
+        one, num_ops = examples.make_example_fn(pp, image_shape, channels)
+        image_spec = tf.TensorSpec([None], tf.string)
+        batch = lambda x, u: tf.map_fn(
+            lambda xu: one(*xu), (x, u), fn_output_signature=tf.TensorSpec(image_shape, tf.float32)
+        )
+    else:
+        batch, num_ops = examples.make_batch_fn(pp, image_shape)
+        image_spec = tf.TensorSpec([None, *raw_shape], tf.uint8)
+    traced = tf.function(
+        batch,
+        autograph=False,
+        input_signature=[image_spec, tf.TensorSpec([None, num_ops, draws.UNIFORMS_PER_OP], tf.float32)],
+    )
+    return (lambda images, uniforms: traced(images, uniforms).numpy()), num_ops
 
 
 def train_batches(cfg, *, global_batch_size, start_step=0, seed=0, process_index=0, process_count=1):
-  """Infinite iterator of {'image': float32 [b, H, W, C], 'labels': float32 [b, K]} with b = this process's
-  share of the global batch; the batch of step t depends only on (cfg, seed, t, global_batch_size)."""
-  cfg, info, rows = _checked(cfg, global_batch_size, process_index, process_count)
-  if seed < 0 or start_step < 0:
-    raise DataError(f'seed and start_step must be >= 0, got seed={seed}, start_step={start_step}.')
-  if sources.is_streaming(cfg, 'train'):
-    return streaming.train_batches(cfg, info, global_batch_size, start_step, seed, process_index,
-                                   process_count)
-  return _in_memory_train(cfg, info, train_subset(cfg), global_batch_size, start_step, seed, rows)
+    """Infinite iterator of {'image': float32 [b, H, W, C], 'labels': float32 [b, K]} with b = this process's
+    share of the global batch; the batch of step t depends only on (cfg, seed, t, global_batch_size)."""
+    cfg, info, rows = _checked(cfg, global_batch_size, process_index, process_count)
+    if seed < 0 or start_step < 0:
+        raise DataError(f"seed and start_step must be >= 0, got seed={seed}, start_step={start_step}.")
+    if sources.is_streaming(cfg, "train"):
+        return streaming.train_batches(
+            cfg, info, global_batch_size, start_step, seed, process_index, process_count
+        )
+    return _in_memory_train(cfg, info, train_subset(cfg), global_batch_size, start_step, seed, rows)
 
 
 def _in_memory_train(cfg, info, split, global_batch_size, start_step, seed, rows):
-  n = len(split)
-  order.steps_per_epoch(n, global_batch_size)  # Fails now if not even one batch fits.
-  preprocess, num_ops = _preprocessor(split, cfg.pp_train, info.image_shape)
+    n = len(split)
+    order.steps_per_epoch(n, global_batch_size)  # Fails now if not even one batch fits.
+    preprocess, num_ops = _preprocessor(split, cfg.pp_train, info.image_shape)
 
-  def host_batches():
-    for step in itertools.count(start_step):
-      idx = order.global_batch_indices(step, n, global_batch_size, seed)[rows]
-      u = draws.batch_uniforms(seed, step, global_batch_size, rows, num_ops)
-      yield preprocess(split.images[idx], u), split.labels[idx]
+    def host_batches():
+        for step in itertools.count(start_step):
+            idx = order.global_batch_indices(step, n, global_batch_size, seed)[rows]
+            u = draws.batch_uniforms(seed, step, global_batch_size, rows, num_ops)
+            yield preprocess(split.images[idx], u), split.labels[idx]
 
-  return targets.train_dicts(host_batches(), info.num_classes, cfg.mixup_alpha, seed, start_step)
+    return targets.train_dicts(host_batches(), info.num_classes, cfg.mixup_alpha, seed, start_step)
 
 
 class EvalBatches:
-  """Finite, re-iterable batches over a whole split; `len()` is the number of batches (same on every process).
+    """Finite, re-iterable batches over a whole split; `len()` is the number of batches (same on every process).
 
-  Each yields {'image': float32 [b, H, W, C], 'label': int32 [b], 'mask': bool [b]}; the last global batch is
-  padded with mask=False rows (zero images, label 0), so every example is counted exactly once.
-  `num_examples` is the split's size over all processes.
-  """
+    Each yields {'image': float32 [b, H, W, C], 'label': int32 [b], 'mask': bool [b]}; the last global batch is
+    padded with mask=False rows (zero images, label 0), so every example is counted exactly once.
+    `num_examples` is the split's size over all processes.
+    """
 
-  def __init__(self, make_iterator, num_batches, num_examples):
-    self._make_iterator = make_iterator
-    self.num_batches = num_batches
-    self.num_examples = num_examples
+    def __init__(self, make_iterator, num_batches, num_examples):
+        self._make_iterator = make_iterator
+        self.num_batches = num_batches
+        self.num_examples = num_examples
 
-  def __len__(self):
-    return self.num_batches
+    def __len__(self):
+        return self.num_batches
 
-  def __iter__(self):
-    return self._make_iterator()
+    def __iter__(self):
+        return self._make_iterator()
 
 
-def eval_batches(cfg, split='test', *, global_batch_size, process_index=0, process_count=1):
-  """EvalBatches over `split`: 'test' (cfg.test_split), 'train' (the configured train subset, in subset
-  order) or a literal split name. Preprocessed with pp_eval, in the split's order."""
-  cfg, info, rows = _checked(cfg, global_batch_size, process_index, process_count)
-  if sources.is_streaming(cfg, split):
-    return streaming.eval_batches(cfg, info, split, global_batch_size, process_index, process_count,
-                                  EvalBatches)
-  data = train_subset(cfg) if split == 'train' else sources.load(cfg, split)
-  if data.num_classes != info.num_classes:
-    raise DataError(f'{data.where} has {data.num_classes} classes, the train split {info.num_classes}.')
-  # A literal split (say 'validation') may hold images of another size than the test split.
-  if info_lib.pp_output_shape(cfg.pp_eval, data, 'pp_eval') != info.image_shape:
-    raise DataError(f'pp_eval {cfg.pp_eval!r} gives {data.where} images a shape other than the model input '
-                    f'{info.image_shape}.')
-  n, local = len(data), rows.stop - rows.start
-  num_batches = math.ceil(n / global_batch_size)
+def eval_batches(cfg, split="test", *, global_batch_size, process_index=0, process_count=1):
+    """EvalBatches over `split`: 'test' (cfg.test_split), 'train' (the configured train subset, in subset
+    order) or a literal split name. Preprocessed with pp_eval, in the split's order."""
+    cfg, info, rows = _checked(cfg, global_batch_size, process_index, process_count)
+    if sources.is_streaming(cfg, split):
+        return streaming.eval_batches(
+            cfg, info, split, global_batch_size, process_index, process_count, EvalBatches
+        )
+    data = train_subset(cfg) if split == "train" else sources.load(cfg, split)
+    if data.num_classes != info.num_classes:
+        raise DataError(f"{data.where} has {data.num_classes} classes, the train split {info.num_classes}.")
+    # A literal split (say 'validation') may hold images of another size than the test split.
+    if info_lib.pp_output_shape(cfg.pp_eval, data, "pp_eval") != info.image_shape:
+        raise DataError(
+            f"pp_eval {cfg.pp_eval!r} gives {data.where} images a shape other than the model input "
+            f"{info.image_shape}."
+        )
+    n, local = len(data), rows.stop - rows.start
+    num_batches = math.ceil(n / global_batch_size)
 
-  preprocess, num_ops = _preprocessor(data, cfg.pp_eval, info.image_shape)
+    preprocess, num_ops = _preprocessor(data, cfg.pp_eval, info.image_shape)
 
-  def make_iterator():
-    for i in range(num_batches):
-      pos = i * global_batch_size + np.arange(rows.start, rows.stop)
-      mask = pos < n
-      idx = np.where(mask, pos, 0)  # Padding rows repeat example 0, then are zeroed; the mask hides them.
-      # Random ops in pp_eval (unusual) get fixed draws: evaluation must not vary between calls.
-      images = preprocess(data.images[idx], draws.batch_uniforms(0, i, global_batch_size, rows, num_ops))
-      if not mask.all():
-        images = np.where(mask[:, None, None, None], images, np.float32(0))
-      yield {'image': images, 'label': np.where(mask, data.labels[idx], 0).astype(np.int32), 'mask': mask}
+    def make_iterator():
+        for i in range(num_batches):
+            pos = i * global_batch_size + np.arange(rows.start, rows.stop)
+            mask = pos < n
+            idx = np.where(
+                mask, pos, 0
+            )  # Padding rows repeat example 0, then are zeroed; the mask hides them.
+            # Random ops in pp_eval (unusual) get fixed draws: evaluation must not vary between calls.
+            images = preprocess(
+                data.images[idx], draws.batch_uniforms(0, i, global_batch_size, rows, num_ops)
+            )
+            if not mask.all():
+                images = np.where(mask[:, None, None, None], images, np.float32(0))
+            yield {
+                "image": images,
+                "label": np.where(mask, data.labels[idx], 0).astype(np.int32),
+                "mask": mask,
+            }
 
-  return EvalBatches(make_iterator, num_batches, n)
+    return EvalBatches(make_iterator, num_batches, n)

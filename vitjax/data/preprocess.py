@@ -22,82 +22,90 @@ _REGISTRY = {}
 
 
 def register(name):
-  """Decorator: makes the op factory findable as `name` in pp strings."""
-  def add(factory):
-    if name in _REGISTRY:
-      raise ValueError(f'pp op {name!r} is registered twice.')
-    _REGISTRY[name] = factory
-    return factory
-  return add
+    """Decorator: makes the op factory findable as `name` in pp strings."""
+
+    def add(factory):
+        if name in _REGISTRY:
+            raise ValueError(f"pp op {name!r} is registered twice.")
+        _REGISTRY[name] = factory
+        return factory
+
+    return add
 
 
 def known_ops():
-  _ensure_builtin_ops()
-  return sorted(_REGISTRY)
+    _ensure_builtin_ops()
+    return sorted(_REGISTRY)
 
 
 def _ensure_builtin_ops():
-  # Imported here, not at the top, because pp_ops imports `register` from this module.
-  from vitjax.data import pp_ops  # pylint: disable=import-outside-toplevel,unused-import
+    # Imported here, not at the top, because pp_ops imports `register` from this module.
+    from vitjax.data import pp_ops  # pylint: disable=import-outside-toplevel,unused-import
 
 
 def _parse_op(text, pp):
-  try:
-    node = ast.parse(text.strip(), mode='eval').body
-  except SyntaxError as e:
-    raise DataError(f'Cannot parse pp op {text.strip()!r} in {pp!r}: {e.msg}.') from None
-  if isinstance(node, ast.Name):
-    return node.id, (), {}
-  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
     try:
-      args = tuple(ast.literal_eval(a) for a in node.args)
-      kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
-    except ValueError:
-      raise DataError(f'pp op {text.strip()!r} in {pp!r}: arguments must be literals (numbers, strings, '
-                      f'tuples).') from None
-    return node.func.id, args, kwargs
-  raise DataError(f'Cannot parse pp op {text.strip()!r} in {pp!r}: expected name or name(args).')
+        node = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError as e:
+        raise DataError(f"Cannot parse pp op {text.strip()!r} in {pp!r}: {e.msg}.") from None
+    if isinstance(node, ast.Name):
+        return node.id, (), {}
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        try:
+            args = tuple(ast.literal_eval(a) for a in node.args)
+            kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+        except ValueError:
+            raise DataError(
+                f"pp op {text.strip()!r} in {pp!r}: arguments must be literals (numbers, strings, tuples)."
+            ) from None
+        return node.func.id, args, kwargs
+    raise DataError(f"Cannot parse pp op {text.strip()!r} in {pp!r}: expected name or name(args).")
 
 
 def parse(pp):
-  """'a(1)|b' -> [('a', (1,), {}), ('b', (), {})]. An empty string is the identity."""
-  return [_parse_op(part, pp) for part in pp.split('|') if part.strip()]
+    """'a(1)|b' -> [('a', (1,), {}), ('b', (), {})]. An empty string is the identity."""
+    return [_parse_op(part, pp) for part in pp.split("|") if part.strip()]
 
 
 class Preprocess:
-  """The ops of one pp string, applied in order. `num_ops` sizes the uniforms the caller must draw."""
+    """The ops of one pp string, applied in order. `num_ops` sizes the uniforms the caller must draw."""
 
-  def __init__(self, pp):
-    _ensure_builtin_ops()
-    self.pp = pp
-    self._fns = []
-    for name, args, kwargs in parse(pp):
-      if name not in _REGISTRY:
-        raise DataError(f'Unknown pp op {name!r} in {pp!r}. Known ops: {", ".join(sorted(_REGISTRY))}.')
-      factory = _REGISTRY[name]
-      try:
-        inspect.signature(factory).bind(*args, **kwargs)
-      except TypeError as e:
-        raise DataError(f'Bad arguments for pp op {name!r} in {pp!r}: {e}. '
-                        f'Signature: {name}{inspect.signature(factory)}.') from None
-      self._fns.append(factory(*args, **kwargs))
-    self.num_ops = len(self._fns)
+    def __init__(self, pp):
+        _ensure_builtin_ops()
+        self.pp = pp
+        self._fns = []
+        for name, args, kwargs in parse(pp):
+            if name not in _REGISTRY:
+                raise DataError(
+                    f"Unknown pp op {name!r} in {pp!r}. Known ops: {', '.join(sorted(_REGISTRY))}."
+                )
+            factory = _REGISTRY[name]
+            try:
+                inspect.signature(factory).bind(*args, **kwargs)
+            except TypeError as e:
+                raise DataError(
+                    f"Bad arguments for pp op {name!r} in {pp!r}: {e}. "
+                    f"Signature: {name}{inspect.signature(factory)}."
+                ) from None
+            self._fns.append(factory(*args, **kwargs))
+        self.num_ops = len(self._fns)
 
-  def __call__(self, images, uniforms):
-    """images [b, H, W, C], uniforms [b, num_ops, UNIFORMS_PER_OP] -> preprocessed images [b, ...]."""
-    for i, fn in enumerate(self._fns):
-      images = fn(images, uniforms[:, i])
-    return images
+    def __call__(self, images, uniforms):
+        """images [b, H, W, C], uniforms [b, num_ops, UNIFORMS_PER_OP] -> preprocessed images [b, ...]."""
+        for i, fn in enumerate(self._fns):
+            images = fn(images, uniforms[:, i])
+        return images
 
-  def output_spec(self, image_shape, dtype=tf.uint8):
-    """(shape, dtype) of one image of `image_shape` after the ops, by tracing (no data is touched).
+    def output_spec(self, image_shape, dtype=tf.uint8):
+        """(shape, dtype) of one image of `image_shape` after the ops, by tracing (no data is touched).
 
-    None in `image_shape` stands for a size that varies between images; None in the result means the ops
-    leave it varying. Checks that need the image size (a crop larger than the image) raise here.
-    """
-    # autograph=False: our DataErrors then reach the caller as they are, not wrapped in a StagingError.
-    traced = tf.function(self.__call__, autograph=False).get_concrete_function(
-        tf.TensorSpec([None, *image_shape], dtype),
-        tf.TensorSpec([None, self.num_ops, UNIFORMS_PER_OP], tf.float32))
-    out = traced.structured_outputs
-    return tuple(out.shape.as_list()[1:]), out.dtype
+        None in `image_shape` stands for a size that varies between images; None in the result means the ops
+        leave it varying. Checks that need the image size (a crop larger than the image) raise here.
+        """
+        # autograph=False: our DataErrors then reach the caller as they are, not wrapped in a StagingError.
+        traced = tf.function(self.__call__, autograph=False).get_concrete_function(
+            tf.TensorSpec([None, *image_shape], dtype),
+            tf.TensorSpec([None, self.num_ops, UNIFORMS_PER_OP], tf.float32),
+        )
+        out = traced.structured_outputs
+        return tuple(out.shape.as_list()[1:]), out.dtype

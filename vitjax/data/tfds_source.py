@@ -17,122 +17,130 @@ from vitjax.data.errors import DataError, MissingDataError
 
 
 def resolve_data_dir(data_dir):
-  """None -> $TFDS_DATA_DIR or ~/tensorflow_datasets (the same default tfds uses)."""
-  if data_dir:
-    return os.path.expanduser(data_dir)
-  return os.environ.get('TFDS_DATA_DIR') or os.path.expanduser('~/tensorflow_datasets')
+    """None -> $TFDS_DATA_DIR or ~/tensorflow_datasets (the same default tfds uses)."""
+    if data_dir:
+        return os.path.expanduser(data_dir)
+    return os.environ.get("TFDS_DATA_DIR") or os.path.expanduser("~/tensorflow_datasets")
 
 
 def _base_name(name):
-  """'cifar10:3.0.2' or 'imagenet2012/subset' -> 'cifar10' / 'imagenet2012'."""
-  return name.split(':')[0].split('/')[0]
+    """'cifar10:3.0.2' or 'imagenet2012/subset' -> 'cifar10' / 'imagenet2012'."""
+    return name.split(":")[0].split("/")[0]
 
 
 def _unknown(name):
-  known = tfds.list_builders(with_community_datasets=False)
-  close = difflib.get_close_matches(_base_name(name), known, n=3)
-  hint = f' Did you mean {", ".join(map(repr, close))}?' if close else ''
-  return DataError(f'Unknown dataset name {name!r}: not a tfds dataset, and not "synthetic", '
-                   f'"folder:/path" or "npz:/file.npz".{hint}')
+    known = tfds.list_builders(with_community_datasets=False)
+    close = difflib.get_close_matches(_base_name(name), known, n=3)
+    hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+    return DataError(
+        f'Unknown dataset name {name!r}: not a tfds dataset, and not "synthetic", '
+        f'"folder:/path" or "npz:/file.npz".{hint}'
+    )
 
 
 def _builder(name, data_dir):
-  if _base_name(name) not in tfds.list_builders(with_community_datasets=False):
-    raise _unknown(name)
-  try:
-    return tfds.builder(name, data_dir=data_dir)
-  except tfds.core.registered.DatasetNotFoundError:
-    raise _unknown(name) from None
+    if _base_name(name) not in tfds.list_builders(with_community_datasets=False):
+        raise _unknown(name)
+    try:
+        return tfds.builder(name, data_dir=data_dir)
+    except tfds.core.registered.DatasetNotFoundError:
+        raise _unknown(name) from None
 
 
 def prepared_builder(name, data_dir):
-  """The tfds builder of `name`, with its data on disk in data_dir; never downloads.
+    """The tfds builder of `name`, with its data on disk in data_dir; never downloads.
 
-  Fashion-MNIST is prepared offline from the Debian files the first time it is needed.
-  """
-  data_dir = resolve_data_dir(data_dir)
-  if name == 'fashion_mnist':
-    builder = fashion_mnist_offline.OfflineFashionMNIST(data_dir=data_dir)
+    Fashion-MNIST is prepared offline from the Debian files the first time it is needed.
+    """
+    data_dir = resolve_data_dir(data_dir)
+    if name == "fashion_mnist":
+        builder = fashion_mnist_offline.OfflineFashionMNIST(data_dir=data_dir)
+        if not builder.is_prepared():
+            fashion_mnist_offline.prepare_offline(data_dir)
+    builder = _builder(name, data_dir)
     if not builder.is_prepared():
-      fashion_mnist_offline.prepare_offline(data_dir)
-  builder = _builder(name, data_dir)
-  if not builder.is_prepared():
-    raise MissingDataError(
-        f'tfds dataset {name!r} is not prepared in {data_dir}. Training never downloads; prepare it first '
-        f"with `vitjax data prepare {name}` (python: vitjax.data.prepare({name!r}, download=True)), or "
-        f'point data_dir / $TFDS_DATA_DIR at a directory where it is prepared.')
-  return builder
+        raise MissingDataError(
+            f"tfds dataset {name!r} is not prepared in {data_dir}. Training never downloads; prepare it first "
+            f"with `vitjax data prepare {name}` (python: vitjax.data.prepare({name!r}, download=True)), or "
+            f"point data_dir / $TFDS_DATA_DIR at a directory where it is prepared."
+        )
+    return builder
 
 
 def prepare(name, data_dir=None, download=False):
-  """Makes `name` loadable from data_dir and returns that directory.
+    """Makes `name` loadable from data_dir and returns that directory.
 
-  Fashion-MNIST: offline from the Debian package unless download=True. Other datasets: download=True runs
-  the ordinary tfds download_and_prepare (network; manual-download datasets such as imagenet2012 need their
-  files in <data_dir>/downloads/manual first, as tfds explains).
-  """
-  if name == 'synthetic' or name.startswith(('folder:', 'npz:')):
-    raise DataError(f'{name!r} is read directly; only tfds datasets need preparing.')
-  data_dir = resolve_data_dir(data_dir)
-  if download:
-    _builder(name, data_dir).download_and_prepare()
-  else:
-    prepared_builder(name, data_dir)
-  return data_dir
+    Fashion-MNIST: offline from the Debian package unless download=True. Other datasets: download=True runs
+    the ordinary tfds download_and_prepare (network; manual-download datasets such as imagenet2012 need their
+    files in <data_dir>/downloads/manual first, as tfds explains).
+    """
+    if name == "synthetic" or name.startswith(("folder:", "npz:")):
+        raise DataError(f"{name!r} is read directly; only tfds datasets need preparing.")
+    data_dir = resolve_data_dir(data_dir)
+    if download:
+        _builder(name, data_dir).download_and_prepare()
+    else:
+        prepared_builder(name, data_dir)
+    return data_dir
 
 
 def _keys(builder, name):
-  keys = builder.info.supervised_keys
-  if not keys or len(keys) != 2:
-    raise DataError(f'tfds dataset {name!r} has no (image, label) supervised keys; it cannot be used for '
-                    f'classification here.')
-  image_key, label_key = keys
-  label = builder.info.features[label_key]
-  if not isinstance(label, tfds.features.ClassLabel):
-    raise DataError(f'tfds dataset {name!r}: label feature {label_key!r} is not a class label.')
-  return image_key, label_key
+    keys = builder.info.supervised_keys
+    if not keys or len(keys) != 2:
+        raise DataError(
+            f"tfds dataset {name!r} has no (image, label) supervised keys; it cannot be used for "
+            f"classification here."
+        )
+    image_key, label_key = keys
+    label = builder.info.features[label_key]
+    if not isinstance(label, tfds.features.ClassLabel):
+        raise DataError(f"tfds dataset {name!r}: label feature {label_key!r} is not a class label.")
+    return image_key, label_key
 
 
 def _split_size(builder, name, split):
-  try:
-    return builder.info.splits[split].num_examples
-  except (KeyError, ValueError) as e:
-    raise DataError(f'tfds dataset {name!r} has no split {split!r} '
-                    f'(splits: {sorted(builder.info.splits.keys())}): {e}') from None
+    try:
+        return builder.info.splits[split].num_examples
+    except (KeyError, ValueError) as e:
+        raise DataError(
+            f"tfds dataset {name!r} has no split {split!r} "
+            f"(splits: {sorted(builder.info.splits.keys())}): {e}"
+        ) from None
 
 
 def describe(name, data_dir, split):
-  """(num_examples, num_classes, raw image shape with None for varying sizes) from metadata alone."""
-  builder = prepared_builder(name, data_dir)
-  image_key, label_key = _keys(builder, name)
-  num = _split_size(builder, name, split)
-  shape = tuple(builder.info.features[image_key].shape)
-  return num, builder.info.features[label_key].num_classes, shape
+    """(num_examples, num_classes, raw image shape with None for varying sizes) from metadata alone."""
+    builder = prepared_builder(name, data_dir)
+    image_key, label_key = _keys(builder, name)
+    num = _split_size(builder, name, split)
+    shape = tuple(builder.info.features[image_key].shape)
+    return num, builder.info.features[label_key].num_classes, shape
 
 
 def fits_in_memory(name, data_dir, split, max_gb):
-  num, _, shape = describe(name, data_dir, split)
-  if None in shape:
-    return False  # Images of varying size (e.g. ImageNet) are not decoded into one array.
-  return num * int(np.prod(shape)) <= max_gb * 2**30
+    num, _, shape = describe(name, data_dir, split)
+    if None in shape:
+        return False  # Images of varying size (e.g. ImageNet) are not decoded into one array.
+    return num * int(np.prod(shape)) <= max_gb * 2**30
 
 
 def load(name, data_dir, split):
-  """(uint8 images [N, H, W, C], int labels [N], num_classes): the whole split decoded into memory."""
-  builder = prepared_builder(name, data_dir)
-  _keys(builder, name)
-  _split_size(builder, name, split)
-  # Iterating in chunks decodes about twice as fast here as tfds's batch_size=-1 (one giant batch).
-  chunks = list(tfds.as_numpy(builder.as_dataset(split=split, as_supervised=True).batch(4096)))
-  images = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros((0, 0, 0, 0), np.uint8)
-  labels = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros((0,), np.int64)
-  return images, labels, builder.info.features[builder.info.supervised_keys[1]].num_classes
+    """(uint8 images [N, H, W, C], int labels [N], num_classes): the whole split decoded into memory."""
+    builder = prepared_builder(name, data_dir)
+    _keys(builder, name)
+    _split_size(builder, name, split)
+    # Iterating in chunks decodes about twice as fast here as tfds's batch_size=-1 (one giant batch).
+    chunks = list(tfds.as_numpy(builder.as_dataset(split=split, as_supervised=True).batch(4096)))
+    images = np.concatenate([c[0] for c in chunks]) if chunks else np.zeros((0, 0, 0, 0), np.uint8)
+    labels = np.concatenate([c[1] for c in chunks]) if chunks else np.zeros((0,), np.int64)
+    return images, labels, builder.info.features[builder.info.supervised_keys[1]].num_classes
 
 
 def as_dataset(name, data_dir, split, shuffle_seed=None):
-  """A tf.data.Dataset of (image, label) over `split`, for streaming; shuffles files when a seed is given."""
-  builder = prepared_builder(name, data_dir)
-  _keys(builder, name)
-  read_config = tfds.ReadConfig(shuffle_seed=shuffle_seed)
-  return builder.as_dataset(split=split, as_supervised=True, shuffle_files=shuffle_seed is not None,
-                            read_config=read_config)
+    """A tf.data.Dataset of (image, label) over `split`, for streaming; shuffles files when a seed is given."""
+    builder = prepared_builder(name, data_dir)
+    _keys(builder, name)
+    read_config = tfds.ReadConfig(shuffle_seed=shuffle_seed)
+    return builder.as_dataset(
+        split=split, as_supervised=True, shuffle_files=shuffle_seed is not None, read_config=read_config
+    )
