@@ -137,3 +137,18 @@ def test_bad_configurations_raise_before_compiling(kwargs, message):
     key, images = jax.random.key(0), np.zeros((1, 32, 32, 3), np.float32)
     with _no_compilation(), pytest.raises(ValueError, match=message):
         jax.jit(model.init)(key, images)
+
+
+def _param_count(**kw):
+    model = BiT(num_classes=10, variant="R26x1", stem="small", **kw)
+    shapes = jax.eval_shape(lambda x: model.init(jax.random.key(0), x), jnp.zeros((1, 28, 28, 1)))
+    return sum(leaf.size for leaf in jax.tree.leaves(shapes))
+
+
+def test_width_and_group_overrides_make_a_narrow_resnet():
+    assert _param_count(width=8, norm_groups=8) < _param_count(width=16, norm_groups=8) < _param_count()
+
+
+def test_width_not_divisible_by_groups_is_rejected():
+    with pytest.raises(ValueError, match="not divisible by norm_groups=8"):
+        _param_count(width=12, norm_groups=8)

@@ -64,31 +64,33 @@ class StdConv(nn.Module):
             dimension_numbers=("NHWC", "HWIO", "NHWC"))
 
 
-def group_norm(name, dtype, param_dtype, **kw):
+def group_norm(name, groups, dtype, param_dtype, **kw):
     # torch's GroupNorm eps (1e-5), which the official BiT PyTorch release and timm use.
-    return nn.GroupNorm(num_groups=32, epsilon=1e-5, dtype=dtype, param_dtype=param_dtype, name=name, **kw)
+    return nn.GroupNorm(num_groups=groups, epsilon=1e-5, dtype=dtype, param_dtype=param_dtype, name=name, **kw)
 
 
 class PreActBottleneck(nn.Module):
     """BiT unit: x + conv_c(relu(gn_c(conv_b(relu(gn_b(conv_a(relu(gn_a(x))))))))), stride in conv_b."""
     features: int
     strides: int = 1
+    norm_groups: int = 32
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, x):
-        dtypes = dict(dtype=self.dtype, param_dtype=self.param_dtype)
+        dtypes = dict(groups=self.norm_groups, dtype=self.dtype, param_dtype=self.param_dtype)
+        convs = dict(dtype=self.dtype, param_dtype=self.param_dtype)
         out_features = 4 * self.features
         preact = nn.relu(group_norm("norm_a", **dtypes)(x))
         shortcut = x
         if self.strides != 1 or x.shape[-1] != out_features:
-            shortcut = StdConv(out_features, 1, self.strides, padding=0, name="conv_proj", **dtypes)(preact)
-        y = StdConv(self.features, 1, padding=0, name="conv_a", **dtypes)(preact)
+            shortcut = StdConv(out_features, 1, self.strides, padding=0, name="conv_proj", **convs)(preact)
+        y = StdConv(self.features, 1, padding=0, name="conv_a", **convs)(preact)
         y = nn.relu(group_norm("norm_b", **dtypes)(y))
-        y = StdConv(self.features, 3, self.strides, padding=1, name="conv_b", **dtypes)(y)
+        y = StdConv(self.features, 3, self.strides, padding=1, name="conv_b", **convs)(y)
         y = nn.relu(group_norm("norm_c", **dtypes)(y))
-        y = StdConv(out_features, 1, padding=0, name="conv_c", **dtypes)(y)
+        y = StdConv(out_features, 1, padding=0, name="conv_c", **convs)(y)
         return shortcut + y
 
 
@@ -99,13 +101,14 @@ class ResNetStage(nn.Module):
     features: int
     first_stride: int
     unit_name: str  # official checkpoints number BiT units 'unit01', hybrid ones 'unit1'
+    norm_groups: int = 32
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, x):
         for i in range(self.units):
-            x = self.unit(self.features, self.first_stride if i == 0 else 1, dtype=self.dtype,
+            x = self.unit(self.features, self.first_stride if i == 0 else 1, self.norm_groups, dtype=self.dtype,
                           param_dtype=self.param_dtype, name=self.unit_name.format(i + 1))(x)
         return x
 
@@ -116,10 +119,14 @@ class BiT(nn.Module):
     `stem="imagenet"` is the published root (7x7/2 conv, zero pad, 3x3/2 max-pool: stride 4).
     `stem="small"` is a 3x3/1 conv with no pooling, for 28x28 or 32x32 inputs, where a stride-4 root
     would leave 7x7 maps after the first stage and 1x1 after the last.
+    `width` overrides the root width (64 x the variant's multiplier) and `norm_groups` the GroupNorm
+    group count (32), for narrow laptop-scale ResNets; the published models use neither.
     """
     num_classes: int
     variant: str = "R50x1"
     stem: str = "imagenet"
+    width: int | None = None
+    norm_groups: int = 32
     head_zero_init: bool = True
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
@@ -129,7 +136,10 @@ class BiT(nn.Module):
         del train  # GroupNorm and no dropout: training and inference compute the same function.
         depths, width_factor = parse_resnet(self.variant)
         dtypes = dict(dtype=self.dtype, param_dtype=self.param_dtype)
-        root = 64 * width_factor
+        root = self.width or 64 * width_factor
+        if root % self.norm_groups:
+            raise ValueError(f"BiT width {root} is not divisible by norm_groups={self.norm_groups}; choose a "
+                             f"width that is a multiple of the group count, or fewer groups")
         x = images.astype(self.dtype)
         if self.stem == "imagenet":
             x = StdConv(root, 7, 2, padding=3, name="root_conv", **dtypes)(x)
@@ -141,8 +151,8 @@ class BiT(nn.Module):
             raise ValueError(f"unknown BiT stem {self.stem!r}; choose 'imagenet' or 'small'")
         for stage, units in enumerate(depths):
             x = ResNetStage(PreActBottleneck, units, root * 2 ** stage, 1 if stage == 0 else 2,
-                            "unit{:02d}", name=f"block{stage + 1}", **dtypes)(x)
-        x = nn.relu(group_norm("norm", **dtypes)(x))
+                            "unit{:02d}", self.norm_groups, name=f"block{stage + 1}", **dtypes)(x)
+        x = nn.relu(group_norm("norm", self.norm_groups, **dtypes)(x))
         x = self.sow_features(jnp.mean(x, axis=(1, 2)))
         head_init = nn.initializers.zeros if self.head_zero_init else nn.initializers.lecun_normal()
         return nn.Dense(self.num_classes, kernel_init=head_init, name="head", **dtypes)(x)
@@ -156,21 +166,23 @@ class PostActBottleneck(nn.Module):
     """Hybrid unit: relu(shortcut + gn3(conv3(relu(gn2(conv2(relu(gn1(conv1(x))))))))), stride in conv2."""
     features: int
     strides: int = 1
+    norm_groups: int = 32
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, x):
-        dtypes = dict(dtype=self.dtype, param_dtype=self.param_dtype)
+        dtypes = dict(groups=self.norm_groups, dtype=self.dtype, param_dtype=self.param_dtype)
+        convs = dict(dtype=self.dtype, param_dtype=self.param_dtype)
         out_features = 4 * self.features
         shortcut = x
         if self.strides != 1 or x.shape[-1] != out_features:
-            shortcut = StdConv(out_features, 1, self.strides, name="conv_proj", **dtypes)(x)
+            shortcut = StdConv(out_features, 1, self.strides, name="conv_proj", **convs)(x)
             shortcut = group_norm("gn_proj", **dtypes)(shortcut)
-        y = nn.relu(group_norm("gn1", **dtypes)(StdConv(self.features, 1, name="conv1", **dtypes)(x)))
-        y = StdConv(self.features, 3, self.strides, name="conv2", **dtypes)(y)
+        y = nn.relu(group_norm("gn1", **dtypes)(StdConv(self.features, 1, name="conv1", **convs)(x)))
+        y = StdConv(self.features, 3, self.strides, name="conv2", **convs)(y)
         y = nn.relu(group_norm("gn2", **dtypes)(y))
-        y = StdConv(out_features, 1, name="conv3", **dtypes)(y)
+        y = StdConv(out_features, 1, name="conv3", **convs)(y)
         # Zero-initialised last norm: each unit starts as the identity (Goyal et al. 2017).
         y = group_norm("gn3", **dtypes, scale_init=nn.initializers.zeros)(y)
         return nn.relu(shortcut + y)
@@ -182,7 +194,7 @@ def hybrid_backbone(x, depths: Sequence[int], width_factor: int, dtype, param_dt
     dtypes = dict(dtype=dtype, param_dtype=param_dtype)
     width = 64 * width_factor
     x = StdConv(width, 7, 2, name="conv_root", **dtypes)(x)
-    x = nn.relu(group_norm("gn_root", **dtypes)(x))
+    x = nn.relu(group_norm("gn_root", 32, **dtypes)(x))
     x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
     for stage, units in enumerate(depths):
         x = ResNetStage(PostActBottleneck, units, width * 2 ** stage, 1 if stage == 0 else 2,
