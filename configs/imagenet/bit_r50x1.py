@@ -1,0 +1,41 @@
+r"""BiT-M R50x1 pre-training, the BiT recipe (Kolesnikov et al. 2020, Section 3.2).
+
+    vitjax train --config configs/imagenet/bit_r50x1.py --workdir gs://BUCKET/bit_r50x1_i21k
+Expected: ImageNet-21k, 90 epochs -> about 80% ImageNet top-1 after BiT-HyperRule fine-tuning
+(BiT-M R50x1 in the BiT paper).
+
+SGD with momentum 0.9, batch 4096, lr 0.03 * batch / 256, linear warmup for 5k steps then the
+step decay of the paper (x0.1 at 30, 60, 80 epochs) approximated here by a cosine, weight decay
+1e-4, no dropout, Inception crops and flips. Size: ~4.1 GFLOP per image forward, 25.5M parameters;
+ImageNet-21k for 90 epochs is ~1 day on a TPU v3-32 / 8 A100s in bf16. Data as in
+configs/imagenet/vit_b16.py.
+"""
+from vitjax.train.config import base, parse_arg
+
+
+def get_config(arg=None):
+    args = parse_arg(arg)
+    c = base()
+    c.model_name = "bit"
+    c.model.variant = args.get("variant", "R50x1")
+    c.dtype = "bfloat16"
+
+    c.data.name = args.get("data", "imagenet21k")
+    c.data.test_split = "validation"
+    c.data.pp_train = "decode|inception_crop(224)|flip_lr|value_range(-1, 1)"
+    c.data.pp_eval = "decode|resize(256)|central_crop(224)|value_range(-1, 1)"
+
+    c.batch_size = 4096
+    c.eval_batch_size = 1024
+    c.total_epochs = float(args.get("epochs", 90))
+    c.warmup_steps = 5000
+    c.optimizer.name = "sgd"
+    c.optimizer.momentum = 0.9
+    c.lr = 0.03 * c.batch_size / 256
+    c.schedule = "cosine"
+    c.weight_decay = 1e-4
+    c.grad_clip_norm = 0.0
+    c.log_every_steps = 100
+    c.eval_every_steps = 5000
+    c.checkpoint_every_steps = 1000
+    return c
