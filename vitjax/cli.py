@@ -1,6 +1,7 @@
 """The `vitjax` command (also `python -m vitjax`).
 
     vitjax train --config configs/<file>.py[:arg] --workdir DIR [--config.key=value ...] [--force]
+                 [--coordinator_address HOST:PORT --num_processes N --process_id I] [--distributed auto|on|off]
     vitjax eval  --workdir DIR [--checkpoint PATH]
     vitjax data prepare fashion_mnist [--data_dir DIR] [--download]
     vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64]
@@ -21,11 +22,27 @@ def _train(argv):
                                     lock_config=True)
     flags.DEFINE_string("workdir", None, "Directory for checkpoints, logs and results.")
     flags.DEFINE_bool("force", False, "Resume a workdir even if its config differs, or redo a finished run.")
+    # Multi-process runs (several hosts, or several processes on one); see docs/scaling.md.
+    flags.DEFINE_enum("distributed", "auto", ["auto", "on", "off"],
+                      "Join a multi-process run with jax.distributed.initialize: 'auto' does when the three flags "
+                      "below (or JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID) are set or on a Cloud "
+                      "TPU VM; 'on' always (JAX detects TPU pods, SLURM, Open MPI); 'off' never.")
+    flags.DEFINE_string("coordinator_address", None, "host:port of process 0, the same on every process.")
+    flags.DEFINE_integer("num_processes", None, "Number of processes in the run.")
+    flags.DEFINE_integer("process_id", None, "This process's index, 0 .. num_processes-1.")
     flags.mark_flags_as_required(["config", "workdir"])
     try:
         flags.FLAGS(["vitjax train", *argv])
     except flags.Error as error:
         sys.exit(f"vitjax train: {error}")
+
+    from vitjax import parallel
+    try:
+        # Before anything touches a device: the backends must see every process's devices.
+        parallel.initialize_distributed(flags.FLAGS.coordinator_address, flags.FLAGS.num_processes,
+                                        flags.FLAGS.process_id, mode=flags.FLAGS.distributed)
+    except ValueError as error:
+        sys.exit(f"vitjax train: error: {error}")
 
     from vitjax.train import trainer
     try:

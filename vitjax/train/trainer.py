@@ -14,6 +14,7 @@ from typing import Any, Callable
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+from jax.experimental import multihost_utils
 
 from vitjax import data, models, parallel
 from vitjax.evaluate import classification
@@ -61,7 +62,8 @@ def plan(config) -> Plan:
                          f"{config.grad_accum_steps}")
     mesh = parallel.make_mesh(dict(config.mesh))
     parallel.check_batch_size(config.batch_size, mesh)
-    parallel.check_batch_size(config.batch_size // config.grad_accum_steps, mesh)
+    parallel.check_batch_size(config.batch_size // config.grad_accum_steps, mesh,
+                              what=f"micro-batch size (batch_size / grad_accum_steps={config.grad_accum_steps})")
     model = models.build(config.model_name, info.num_classes, dtype=config.dtype, **config.model)
     # Tracing the model's init checks shapes (patch vs image size, heads vs width) without compiling.
     jax.eval_shape(lambda x: model.init(jax.random.key(0), x, train=False),
@@ -98,7 +100,40 @@ def state_spec(config, p: Plan) -> StateSpec:
     return StateSpec(tx, schedule, init, abstract, shardings, num_params)
 
 
+def init_state(spec: StateSpec, key):
+    """The initial train state, created directly in its shards (no device ever holds all of it)."""
+    return jax.jit(lambda k: nn.unbox(spec.init(k)), out_shardings=spec.shardings)(key)
+
+
+def compile_train_step(config, p: Plan, spec: StateSpec, dropout_key):
+    """(compiled train step, batch sharding): lowered for the state's and the batch's shardings.
+
+    The state is donated, so its buffers are reused for the new state instead of doubling memory.
+    """
+    batch_sharding = parallel.batch_sharding(p.mesh)
+    abstract_batch = {
+        "image": jax.ShapeDtypeStruct((config.batch_size, *p.info.image_shape), jnp.float32,
+                                      sharding=batch_sharding),
+        "labels": jax.ShapeDtypeStruct((config.batch_size, p.info.num_classes), jnp.float32,
+                                       sharding=batch_sharding)}
+    train_step = jax.jit(
+        steps.make_train_step(p.model, spec.tx, spec.schedule, label_smoothing=config.label_smoothing,
+                              grad_accum_steps=config.grad_accum_steps),
+        in_shardings=(spec.shardings, batch_sharding, parallel.replicated(p.mesh)),
+        out_shardings=(spec.shardings, parallel.replicated(p.mesh)),
+        donate_argnums=(0,))
+    # The models' activation constraints act only inside both contexts (STACK-NOTES).
+    with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
+        return train_step.lower(spec.abstract, abstract_batch, dropout_key).compile(), batch_sharding
+
+
 def train(config, workdir: str, *, force: bool = False) -> dict:
+    if "://" in workdir:
+        # The workdir is written with local file APIs (workdir.py): a gs:// path would become a local
+        # directory named 'gs:' on each host, and a pod's checkpoint shards would never meet.
+        raise ValueError(f"workdir {workdir!r} is a URL, but the workdir is written with local file APIs; "
+                         f"mount the bucket (gcsfuse) or use a shared filesystem (NFS, Filestore) and pass "
+                         f"its local path, the same on every host")
     # --- Finished already? -------------------------------------------------------------------
     finished = wd.read_results(workdir)
     if finished is not None and not force:
@@ -106,7 +141,7 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
         return finished
 
     p = plan(config)
-    wd.claim(workdir, config, force=force)
+    _claim(workdir, config, force)
     start_time = time.time()
 
     # --- Model, optimiser, shardings ---------------------------------------------------------
@@ -124,7 +159,7 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
             elapsed_before = meta.get("wall_seconds", 0.0)
             print(f"resuming from step {int(state.step)} ({ckpt.directory})", flush=True)
         else:
-            state = jax.jit(lambda k: nn.unbox(spec.init(k)), out_shardings=spec.shardings)(init_key)
+            state = init_state(spec, init_key)
             if config.init_from:
                 params = load_pretrained(config.init_from, p.model, p.info.image_shape)
                 params = jax.device_put(params, spec.shardings.params)
@@ -133,23 +168,13 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
             elapsed_before = 0.0
 
         # --- Compile ----------------------------------------------------------------------------
-        batch_sharding = parallel.batch_sharding(p.mesh)
-        abstract_batch = {
-            "image": jax.ShapeDtypeStruct((config.batch_size, *p.info.image_shape), jnp.float32,
-                                          sharding=batch_sharding),
-            "labels": jax.ShapeDtypeStruct((config.batch_size, p.info.num_classes), jnp.float32,
-                                           sharding=batch_sharding)}
-        train_step = jax.jit(
-            steps.make_train_step(p.model, spec.tx, spec.schedule, label_smoothing=config.label_smoothing,
-                                  grad_accum_steps=config.grad_accum_steps),
-            in_shardings=(spec.shardings, batch_sharding, parallel.replicated(p.mesh)),
-            out_shardings=(spec.shardings, parallel.replicated(p.mesh)),
-            donate_argnums=(0,))
         compile_start = time.time()
-        compiled = train_step.lower(spec.abstract, abstract_batch, dropout_key).compile()
+        compiled, batch_sharding = compile_train_step(config, p, spec, dropout_key)
         flops_per_step = _flops(compiled) * jax.device_count()
         print(f"compiled the train step in {time.time() - compile_start:.1f}s; "
-              f"{spec.num_params:,} parameters; {flops_per_step / 1e9:.2f} GFLOP per step", flush=True)
+              f"{spec.num_params:,} parameters; {flops_per_step / 1e9:.2f} GFLOP per step; "
+              f"{parallel.describe(p.mesh, p.rules)}; train state "
+              f"{parallel.bytes_per_device(spec.abstract)['per_device'] / 2**20:,.1f} MiB per device", flush=True)
         evaluator = classification.Evaluator(p.model, config.data, batch_size=config.eval_batch_size,
                                              mesh=p.mesh, params_sharding=spec.shardings.params)
 
@@ -173,6 +198,7 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
                 pending = (step + 1, metrics)
                 window_steps += 1
                 done = step + 1
+                stop.check(done)
                 if done % config.log_every_steps == 0 or done == p.total_steps:
                     scalars = jax.device_get(metrics)
                     _check_finite((done, scalars), config.nan_policy, ckpt)
@@ -253,15 +279,36 @@ def _duration(seconds: float) -> str:
 
 
 class _SigtermFlag:
-    """Turns SIGTERM (a preemption notice) into a flag the loop checks after each step."""
+    """Turns SIGTERM (a preemption notice) into a flag the loop checks after each step.
+
+    With several processes the notice can reach them at different steps, and all of them must save
+    the same step together. There JAX's preemption service (started by jax.distributed.initialize)
+    catches SIGTERM itself and agrees on one step for every process; `check(step)` asks it.
+    """
 
     def __init__(self):
         self.raised = False
-        self._previous = signal.signal(signal.SIGTERM, self._handle)
+        self._shared = jax.process_count() > 1 and jax.config.jax_enable_preemption_service
+        self._previous = None if self._shared else signal.signal(signal.SIGTERM, self._handle)
 
     def _handle(self, signum, frame):
         self.raised = True
 
-    def restore(self):
-        signal.signal(signal.SIGTERM, self._previous)
+    def check(self, step: int) -> None:
+        if self._shared and multihost_utils.reached_preemption_sync_point(step):
+            self.raised = True
 
+    def restore(self):
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+
+
+def _claim(workdir, config, force):
+    """wd.claim on every process, process 0 first: the others then read a complete config.json."""
+    if jax.process_count() == 1:
+        return wd.claim(workdir, config, force=force)
+    if wd.is_writer():
+        wd.claim(workdir, config, force=force)
+    multihost_utils.sync_global_devices("vitjax: config.json written")
+    if not wd.is_writer():
+        wd.claim(workdir, config, force=force)
