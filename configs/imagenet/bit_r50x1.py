@@ -1,6 +1,6 @@
 r"""BiT-M R50x1 pre-training, the BiT recipe (Kolesnikov et al. 2020, Section 3.2).
 
-    vitjax train --config configs/imagenet/bit_r50x1.py --workdir gs://BUCKET/bit_r50x1_i21k
+    vitjax train --config configs/imagenet/bit_r50x1.py --workdir /mnt/shared/runs/bit_r50x1_i21k
 Expected: ImageNet-21k, 90 epochs -> about 80% ImageNet top-1 after BiT-HyperRule fine-tuning
 (BiT-M R50x1 in the BiT paper).
 

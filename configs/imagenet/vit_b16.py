@@ -1,6 +1,6 @@
 r"""ViT-B/16 pre-training at 224, the ViT paper's recipe (Dosovitskiy et al. 2021, Table 3 / Appendix B).
 
-    vitjax train --config configs/imagenet/vit_b16.py --workdir gs://BUCKET/vit_b16_i21k
+    vitjax train --config configs/imagenet/vit_b16.py --workdir /mnt/shared/runs/vit_b16_i21k
     vitjax train --config configs/imagenet/vit_b16.py:data=imagenet2012,epochs=300 --workdir ...
 Expected: ImageNet-21k, 90 epochs -> about 84% ImageNet top-1 after fine-tuning at 384
 (configs/finetune/vit_b16.py; paper Table 5). ImageNet-1k alone is the paper's small-data point,
