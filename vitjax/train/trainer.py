@@ -215,10 +215,9 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
                     midway = evaluator(state.params)
                     log.write(done, {f"test_{k}": v for k, v in midway.items()})
                     print(f"step {done}: test accuracy {midway['accuracy']:.4f}", flush=True)
-                if done % config.checkpoint_every_steps == 0 or done == p.total_steps:
+                if done % config.checkpoint_every_steps == 0 or done == p.total_steps or stop.raised:
                     ckpt.save(done, state, ckpt_meta())
                 if stop.raised:
-                    ckpt.save(done, state, ckpt_meta())
                     raise Preempted(f"SIGTERM at step {done}; checkpoint saved, re-run the same command to resume")
             if pending is not None:
                 _check_finite(pending, config.nan_policy, ckpt)
