@@ -23,16 +23,18 @@ def get_config(arg=None):
     c.model.norm_groups = 8
 
     c.data.name = "fashion_mnist"
-    c.data.pp_train = "random_crop(28, pad=2)|flip_lr|value_range(-1, 1)"
+    c.data.pp_train = "value_range(-1, 1)"
     c.data.pp_eval = "value_range(-1, 1)"
 
     c.batch_size = 128
-    c.total_epochs = 6.0
+    c.total_epochs = 4.0
     c.warmup_steps = 200
     c.lr = 2e-3
     c.weight_decay = 1e-4
     c.log_every_steps = 100
     c.checkpoint_every_steps = 1000
     if args.get("preset") == "long":
+        c.data.pp_train = "random_crop(28, pad=2)|flip_lr|value_range(-1, 1)"
         c.total_epochs = 40.0
+        c.eval_every_steps = 5000
     return c

@@ -7,7 +7,9 @@ Expected: test accuracy >= 0.88 in <= 10 minutes on 2 CPU cores (measured: see M
 Expected: test accuracy >= 0.91 (measured: see MEASURED below).
 
 28x28 grey images, 7x7 = 49 patches of 4x4 pixels plus a CLS token; Adam with a short warmup and
-cosine decay; light augmentation (2-pixel random crop and horizontal flips).
+cosine decay. No augmentation in the short run: over a few epochs it slows learning more than it
+regularises (random 2-pixel crops and flips gave 71.7% after one epoch against 79.8% without, at
+0.85 epochs); the long preset adds it back.
 """
 from vitjax.train.config import base, parse_arg
 
@@ -27,11 +29,11 @@ def get_config(arg=None):
     c.model.posemb = "learned"
 
     c.data.name = "fashion_mnist"
-    c.data.pp_train = "random_crop(28, pad=2)|flip_lr|value_range(-1, 1)"
+    c.data.pp_train = "value_range(-1, 1)"
     c.data.pp_eval = "value_range(-1, 1)"
 
     c.batch_size = 128
-    c.total_epochs = 6.0
+    c.total_epochs = 4.0
     c.warmup_steps = 200
     c.lr = 2e-3
     c.weight_decay = 1e-4
@@ -42,6 +44,7 @@ def get_config(arg=None):
         c.model.width = 128
         c.model.mlp_dim = 256
         c.model.num_heads = 4
+        c.data.pp_train = "random_crop(28, pad=2)|flip_lr|value_range(-1, 1)"
         c.total_epochs = 40.0
         c.eval_every_steps = 5000
     return c
