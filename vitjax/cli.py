@@ -2,7 +2,9 @@
 
     vitjax train --config configs/<file>.py[:arg] --workdir DIR [--config.key=value ...] [--force]
                  [--coordinator_address HOST:PORT --num_processes N --process_id I] [--distributed auto|on|off]
-    vitjax eval  --workdir DIR [--checkpoint PATH]
+    vitjax eval  --workdir DIR [--checkpoint PATH] [--fewshot | --fewshot_only] [--shots 1,5,10,25]
+    vitjax sweep experiments/<file>.py[:arg] --workdir DIR [--only NAME ...] [--dry-run] [--parallel N]
+    vitjax plot  DIR [--out FIGDIR]
     vitjax data prepare fashion_mnist [--data_dir DIR] [--download]
     vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64]
 """
@@ -55,9 +57,12 @@ def _train(argv):
 
 
 def _eval(args):
-    from vitjax.evaluate import run
+    from vitjax.evaluate import fewshot, run
     try:
-        results = run.evaluate_workdir(args.workdir, checkpoint=args.checkpoint)
+        probe = fewshot.settings_from_args(args)  # None unless --fewshot or --fewshot_only
+        results = {} if args.fewshot_only else run.evaluate_workdir(args.workdir, checkpoint=args.checkpoint)
+        if probe is not None:
+            results.update(fewshot.fewshot_workdir(args.workdir, checkpoint=args.checkpoint, **probe))
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax eval: error: {error}")
     print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in results.items()))
@@ -78,6 +83,8 @@ def main(argv=None):
     evaluate = commands.add_parser("eval", help="re-evaluate a trained run or a checkpoint")
     evaluate.add_argument("--workdir", required=True)
     evaluate.add_argument("--checkpoint", default=None, help="a checkpoint step directory (default: the newest)")
+    from vitjax.evaluate import fewshot  # cheap: numpy only until it runs
+    fewshot.add_args(evaluate)
     prepare = commands.add_parser("data", help="prepare a dataset offline")
     prepare.add_argument("action", choices=["prepare"])
     prepare.add_argument("name")
@@ -86,11 +93,16 @@ def main(argv=None):
 
     from vitjax.analysis import run as analysis  # cheap: jax and matplotlib load only when it runs
     analysis.main_args(commands.add_parser("analyze", help="figures that look inside a trained ViT (paper Fig. 7)"))
+    from vitjax.sweep import commands as sweeps  # cheap, like the analysis parser
+    sweeps.sweep_args(commands.add_parser("sweep", help="run a sweep file's runs, each in a subprocess and its own "
+                                                        "sub-workdir; writes DIR/results.csv"))
+    sweeps.plot_args(commands.add_parser("plot", help="the paper's sweep figures from a sweep's results table"))
 
     if argv and argv[0] == "train":
         return _train(argv[1:])
     args = parser.parse_args(argv)
-    {"eval": _eval, "data": _data, "analyze": analysis.run}[args.command](args)
+    {"eval": _eval, "data": _data, "analyze": analysis.run, "sweep": sweeps.sweep_main,
+     "plot": sweeps.plot_main}[args.command](args)
 
 
 if __name__ == "__main__":

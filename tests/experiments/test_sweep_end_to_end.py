@@ -1,0 +1,161 @@
+"""End to end: `vitjax sweep` on three tiny synthetic runs plus one that fails, then `vitjax plot`.
+
+One sweep (module fixture) trains vit_n128_p4, vit_n512_p4 and vit_n512_p8 (two data sizes, two patch
+sizes: every figure has something to draw) and vit_nan, whose NaN learning rate only fails inside the
+run (non-finite loss, nan_policy='stop'). 4 training and 3 few-shot subprocesses, two at a time.
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
+GOOD = ["vit_n128_p4", "vit_n512_p4", "vit_n512_p8"]
+
+SWEEP = f'''
+TINY = {TINY!r}
+FEWSHOT = dict(shots=(1, 5), seeds=2)
+
+
+def get_runs(arg=None):
+    budget = {{"total_steps": 12, "checkpoint_every_steps": 6, "log_every_steps": 3}}
+    runs = [("vit_n128_p4", TINY, {{**budget, "data.train_size": 128}}),
+            ("vit_n512_p4", TINY, {{**budget, "data.train_size": 512}}),
+            ("vit_n512_p8", TINY, {{**budget, "data.train_size": 512, "model.patch_size": 8}})]
+    if arg == "with_failure":
+        runs.append(("vit_nan", TINY, {{**budget, "lr": float("nan")}}))
+    return runs
+'''
+
+
+def _vitjax(*args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "vitjax", *args], capture_output=True, text=True, check=False,
+                          timeout=timeout, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    base = tmp_path_factory.mktemp("sweep")
+    sweep_file = base / "tiny_sweep.py"
+    sweep_file.write_text(SWEEP)
+    out = base / "out"
+    # Two at a time: exercises --parallel, and subprocess start-up overlaps on the two cores.
+    run = _vitjax("sweep", f"{sweep_file}:with_failure", "--workdir", str(out), "--parallel", "2")
+    return sweep_file, out, run
+
+
+def _rows(out):
+    with open(out / "results.csv") as f:
+        return {row["name"]: row for row in csv.DictReader(f)}
+
+
+def test_good_runs_finish_and_the_failing_one_is_recorded(swept):
+    _, out, run = swept
+    assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-3000:]
+    rows = _rows(out)
+    assert list(rows) == GOOD + ["vit_nan"]
+    for name in GOOD:
+        row = rows[name]
+        assert row["status"] == "finished", row
+        assert float(row["test_accuracy"]) > 0.5  # 4 learnable classes; chance is 0.25
+        assert float(row["fewshot_1shot"]) > 0.25 and float(row["fewshot_5shot"]) > 0.25
+        for column in ("params", "train_flops", "examples_seen", "wall_seconds", "img_per_sec"):
+            assert float(row[column]) > 0, (name, column)
+    assert rows["vit_n512_p8"]["patch_size"] == "8" and rows["vit_n128_p4"]["train_size"] == "128"
+    failed = rows["vit_nan"]
+    assert failed["status"] == "failed" and "non-finite loss" in failed["error"]
+    record = json.loads((out / "vit_nan" / "failed.json").read_text())
+    assert record["stage"] == "train" and record["returncode"] == 1 and "--config.lr=nan" in record["command"]
+    assert "non-finite loss" in record["traceback"]
+    assert "1 of 4 runs did not finish: vit_nan (failed)" in run.stdout
+
+
+def test_results_json_holds_each_runs_config_and_fewshot(swept):
+    _, out, _ = swept
+    saved = json.loads((out / "results.json").read_text())
+    runs = {r["name"]: r for r in saved["runs"]}
+    assert runs["vit_n512_p8"]["config"]["model"]["patch_size"] == 8
+    assert runs["vit_n512_p8"]["overrides"]["model.patch_size"] == 8
+    assert "fewshot_5shot_std" in runs["vit_n128_p4"]
+    assert json.loads((out / "vit_n128_p4" / "fewshot.json").read_text())["shots"] == [1, 5]
+
+
+def test_plot_draws_every_figure_with_its_table(swept, tmp_path):
+    _, out, _ = swept
+    figures = tmp_path / "figures"
+    run = _vitjax("plot", str(out), "--out", str(figures))
+    assert run.returncode == 0, run.stderr[-3000:]
+    for name in ("data_scaling", "compute", "patch_size"):
+        assert (figures / f"{name}.png").stat().st_size > 10_000, name
+        assert (figures / f"{name}.csv").exists(), name
+    with open(figures / "data_scaling.csv") as f:
+        rows = list(csv.DictReader(f))
+    # A line joins runs that differ only in the x-axis key: patch 8 has one size, the failed run none.
+    assert sorted((r["name"], int(r["train_size"])) for r in rows) == [("vit_n128_p4", 128), ("vit_n512_p4", 512)]
+    assert rows[0]["fewshot_5shot"]
+    with open(figures / "patch_size.csv") as f:
+        assert sorted((r["name"], int(r["patch_size"]), int(r["tokens"])) for r in csv.DictReader(f)) == \
+            [("vit_n512_p4", 4, 16), ("vit_n512_p8", 8, 4)]  # 16x16 images
+
+
+def test_plot_skips_figures_whose_runs_are_missing(swept, tmp_path):
+    from vitjax.sweep import plots
+    _, out, _ = swept
+    one_size = [r for r in json.loads((out / "results.json").read_text())["runs"] if r["name"] == "vit_n128_p4"]
+    assert one_size[0]["status"] == "finished"
+    with pytest.raises(plots.Skipped, match="two training-set sizes"):
+        plots.data_scaling(one_size, str(tmp_path))
+    with pytest.raises(plots.Skipped, match="two patch sizes"):
+        plots.patch_size(one_size, str(tmp_path))
+
+
+def test_running_again_skips_finished_runs(swept):
+    sweep_file, out, _ = swept
+    logs = {name: (out / name / "train.log").read_text() for name in GOOD}
+    metrics = {name: (out / name / "metrics.jsonl").read_text() for name in GOOD}
+    start = time.time()
+    run = _vitjax("sweep", str(sweep_file), "--workdir", str(out))  # without the failing run
+    elapsed = time.time() - start
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert run.stdout.count("finished already, skipped") == 3
+    for name in GOOD:
+        assert (out / name / "train.log").read_text() == logs[name]  # no subprocess was started
+        assert (out / name / "metrics.jsonl").read_text() == metrics[name]
+    print(f"re-run of the finished sweep took {elapsed:.1f}s")
+    assert _rows(out)["vit_nan"]["status"] == "failed"  # still listed: its directory is in the sweep's
+
+
+def test_fewshot_cli_on_a_trained_run(swept):
+    _, out, _ = swept
+    run = _vitjax("eval", "--workdir", str(out / "vit_n512_p4"), "--fewshot", "--shots", "2", "--fewshot_seeds", "1")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "test_accuracy=" in run.stdout and "2shot=" in run.stdout
+    assert json.loads((out / "vit_n512_p4" / "fewshot.json").read_text())["shots"] == [2]
+
+
+def test_sigterm_stops_the_sweep_and_leaves_a_resumable_run(tmp_path):
+    sweep_file = tmp_path / "long_sweep.py"
+    sweep_file.write_text(f"def get_runs(arg=None):\n"
+                          f"    return [('long', {TINY!r}, {{'total_steps': 100000, 'log_every_steps': 5}})]\n")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "vitjax", "sweep", str(sweep_file), "--workdir", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+    log = out / "long" / "train.log"
+    deadline = time.time() + 600
+    while not (log.exists() and "step 5/" in log.read_text()):  # training is under way
+        assert proc.poll() is None and time.time() < deadline, proc.stdout.read()[-3000:]
+        time.sleep(0.5)
+    assert (out / "long" / "running.json").exists()
+    proc.terminate()  # a preemption notice for the whole sweep
+    output, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 130, output[-3000:]
+    assert "interrupted" in output
+    assert not (out / "long" / "running.json").exists() and not (out / "long" / "failed.json").exists()
+    # The trainer checkpointed the step it was on, so re-running the sweep resumes from there.
+    assert any(name.isdigit() for name in os.listdir(out / "long" / "checkpoints")), output[-3000:]
+    assert _rows(out)["long"]["status"] == "interrupted"

@@ -1,0 +1,165 @@
+"""Sweep files and config files: bad input fails with a clear message before any run starts."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from vitjax.sweep import runner, spec, table
+from vitjax.train import config_files
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
+
+
+def _sweep_file(tmp_path, body, name="sweep.py"):
+    path = tmp_path / name
+    path.write_text(f"TINY = {TINY!r}\n" + textwrap.dedent(body))
+    return str(path)
+
+
+# --- config_files ------------------------------------------------------------------------------
+
+def test_load_config_passes_the_arg_and_overrides_set_nested_keys():
+    config = config_files.load_config(f"{TINY}:steps=7")
+    assert config.total_steps == 7
+    config_files.apply_overrides(config, {"data.train_size": 100, "model.patch_size": 8,
+                                          "data.synthetic.image_shape": [8, 8, 3]})
+    assert (config.data.train_size, config.model.patch_size) == (100, 8)
+    assert config.data.synthetic.image_shape == (8, 8, 3)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"data.trian_size": 1}, "data has no field 'trian_size'; did you mean 'data.train_size'?"),
+    ({"modle.width": 1}, "the config has no field 'modle'; did you mean 'model'?"),
+    ({"lr.value": 1}, "lr has no field 'value'"),
+    ({"model.no_such_option": 1}, "model has no field 'no_such_option'"),
+])
+def test_unknown_override_keys_are_named(overrides, message):
+    with pytest.raises(config_files.UnknownKeyError) as error:
+        config_files.apply_overrides(config_files.load_config(TINY), overrides)
+    assert message in str(error.value)
+
+
+def test_wrongly_typed_override_is_refused():
+    with pytest.raises(ValueError, match="batch_size"):
+        config_files.apply_overrides(config_files.load_config(TINY), {"batch_size": "large"})
+
+
+def test_split_path_keeps_colons_inside_the_arg():
+    assert config_files.split_path("a/b.py:x=1,name=c:d") == ("a/b.py", "x=1,name=c:d")
+    assert config_files.split_path("a/b.py") == ("a/b.py", None)
+
+
+# --- sweep files -------------------------------------------------------------------------------
+
+def test_a_good_sweep_resolves_every_run(tmp_path):
+    path = _sweep_file(tmp_path, """
+        FEWSHOT = dict(shots=(1, 5), seeds=2)
+        def get_runs(arg=None):
+            return [(f"vit_n{n}", TINY + ":steps=5", {"data.train_size": n, "data.pp_train": "value_range(-1, 1)",
+                                                      "data.synthetic.image_shape": (16, 16, 3)})
+                    for n in (64, 128)]
+    """)
+    sweep = spec.load(path)
+    assert [r.name for r in sweep.runs] == ["vit_n64", "vit_n128"]
+    assert sweep.runs[0].config == f"{TINY}:steps=5" and sweep.runs[1].config_dict["data"]["train_size"] == 128
+    assert sweep.fewshot == {"shots": [1, 5], "seeds": 2, "max_test_examples": None, "data": None}
+    assert "--config.data.train_size=64" in sweep.runs[0].train_argv("W")
+
+
+@pytest.mark.parametrize("body, message", [
+    ("def get_runs(arg=None):\n    return []\n", "defines no runs"),
+    ("RUNS = []\n", "defines no get_runs"),
+    ("def get_runs(arg=None):\n    return [('a', TINY, {}), ('b', TINY, {}), ('a', TINY, {'lr': 0.1})]\n",
+     "duplicate run names a"),
+    ("def get_runs(arg=None):\n    return [('a', TINY, {}), ('b', TINY, {'data.trian_size': 10})]\n",
+     "run 'b' (" ),
+    ("def get_runs(arg=None):\n    return [('a', 'configs/no_such.py', {})]\n", "config file 'configs/no_such.py' not found"),
+    ("def get_runs(arg=None):\n    return [('a b', TINY, {})]\n", "names become directory names"),
+    ("def get_runs(arg=None):\n    return [('a', TINY, {'data.train_size': None})]\n", "would be refused by `vitjax train`"),
+    ("def get_runs(arg=None):\n    raise ValueError('takes steps=N')\n", "takes steps=N"),
+    ("FEWSHOT = dict(shot=(1,))\ndef get_runs(arg=None):\n    return [('a', TINY, {})]\n", "FEWSHOT must be None"),
+])
+def test_bad_sweep_files_fail_with_a_clear_message(tmp_path, body, message):
+    with pytest.raises(spec.SweepError) as error:
+        spec.load(_sweep_file(tmp_path, body))
+    assert message in str(error.value)
+
+
+def test_unknown_override_key_error_names_the_field_and_the_fix(tmp_path):
+    path = _sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('b', TINY, {'data.trian_size': 10})]\n")
+    with pytest.raises(spec.SweepError, match=r"did you mean 'data.train_size'"):
+        spec.load(path)
+
+
+def test_unknown_only_name_is_refused(tmp_path):
+    sweep = spec.load(_sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('a', TINY, {}), ('b', TINY)]\n"))
+    assert [r.name for r in sweep.select(["b"])] == ["b"]
+    with pytest.raises(spec.SweepError, match="does not define: c; its runs are: a, b"):
+        sweep.select(["b", "c"])
+
+
+def test_cli_refuses_a_bad_sweep_before_any_run_starts(tmp_path):
+    path = _sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('a', TINY, {}), ('b', TINY, {'modl.width': 8})]\n")
+    out = tmp_path / "out"
+    run = subprocess.run([sys.executable, "-m", "vitjax", "sweep", path, "--workdir", str(out)],
+                         capture_output=True, text=True, check=False, timeout=300, cwd=ROOT)
+    assert run.returncode != 0
+    assert "run 'b'" in run.stderr and "did you mean 'model'" in run.stderr, run.stderr[-2000:]
+    assert not out.exists()  # nothing ran, nothing was written
+
+
+def test_dry_run_writes_nothing_and_shows_the_commands(tmp_path):
+    sweep = spec.load(_sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('a', TINY, {'lr': 0.01})]\n"))
+    lines = []
+    assert runner.run_sweep(sweep, str(tmp_path / "out"), dry_run=True, echo=lines.append) == 0
+    assert lines[0] == "a: pending -> train"
+    assert "vitjax train --config" in lines[1] and "--config.lr=0.01" in lines[1]
+    assert "vitjax eval" in lines[2] and "--fewshot_only" in lines[2]
+    assert not (tmp_path / "out").exists()
+
+
+# --- what a re-run does with each kind of run directory ------------------------------------------
+
+def _touch(directory, name, payload=None):
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, name), "w") as f:
+        json.dump(payload or {}, f)
+
+
+def test_rerun_skips_finished_resumes_interrupted_and_retries_failed(tmp_path):
+    fewshot = {"shots": [1], "seeds": 1}
+    pending, started, trained, done, failed = (str(tmp_path / n) for n in ("p", "s", "t", "d", "f"))
+    _touch(started, "config.json")
+    _touch(trained, "config.json"), _touch(trained, "results.json")
+    _touch(done, "config.json"), _touch(done, "results.json"), _touch(done, "fewshot.json")
+    _touch(failed, "config.json"), _touch(failed, "failed.json", {"stage": "train"})
+    assert [runner.todo(d, fewshot) for d in (pending, started, trained, done, failed)] == \
+        ["train", "train", "fewshot", "skip", "train"]
+    assert runner.todo(trained, None) == "skip"  # few-shot off: trained is finished
+    assert [table.run_status(d, True) for d in (pending, started, trained, done, failed)] == \
+        ["pending", "interrupted", "interrupted", "finished", "failed"]
+
+
+def test_failure_messages_come_from_the_subprocess_output():
+    output = "noise\nTraceback (most recent call last):\n  File \"x.py\", line 1\nZeroDivisionError: division by zero\n"
+    error, trace = runner._error_of(output, 1)
+    assert error == "ZeroDivisionError: division by zero" and trace.startswith("Traceback")
+    assert runner._error_of("step 1\n", -9)[0].startswith("killed by SIGKILL (out of memory?")
+    assert runner._error_of("vitjax train: error: bad\n", 1)[0] == "vitjax train: error: bad"
+
+
+@pytest.mark.parametrize("name", ["data_scaling", "patch_size", "data_scaling_imagenet", "patch_size_imagenet"])
+def test_shipped_sweeps_pass_their_checks(name):
+    sweep = spec.load(os.path.join(ROOT, "experiments", f"{name}.py"))
+    assert len(sweep.runs) == {"data_scaling": 12, "patch_size": 4, "data_scaling_imagenet": 8,
+                               "patch_size_imagenet": 3}[name]
+    assert sweep.fewshot["shots"] == [1, 5, 10, 25]
+    assert "vitjax sweep experiments/" in spec.config_files.load_module(sweep.path).__doc__
+    if name == "data_scaling":  # one budget for every size: only the data differs between runs
+        steps = {r.config_dict["total_steps"] for r in sweep.runs}
+        assert steps == {700} and sorted({r.config_dict["data"]["train_size"] for r in sweep.runs}) == \
+            [1_000, 2_000, 5_000, 10_000, 20_000, 60_000]

@@ -1,0 +1,310 @@
+"""Runs a sweep: every run in its own subprocess and its own sub-workdir DIR/<name>.
+
+Each run is `python -m vitjax train --config FILE[:arg] --workdir DIR/<name> --config.k=v ...`, then
+(unless few-shot is off) `python -m vitjax eval --workdir DIR/<name> --fewshot_only ...`. A subprocess
+per run means a crash, an OOM kill or a leaked device buffer ends that run only, and each run starts
+from fresh XLA state. Output goes to DIR/<name>/train.log and fewshot.log.
+
+Re-running a sweep is always safe: a finished run (results.json, and fewshot.json where few-shot is on)
+is skipped; an interrupted one is resumed by the trainer from its newest checkpoint; a failed one
+(failed.json) is retried; one that a live process is still working on (running.json: for example the
+trainer of a sweep that was killed) is left alone. After every run the table (table.py) is rewritten, so DIR/results.csv is
+current even while a long sweep is going.
+"""
+import concurrent.futures
+import json
+import os
+import queue
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+from vitjax.sweep import table
+from vitjax.train import workdir as wd
+
+PREEMPTED_EXIT_CODE = 75  # what `vitjax train` exits with after a SIGTERM checkpoint (see vitjax/cli.py)
+
+
+class _Live:
+    """The subprocesses now running, so an interrupted sweep can pass the signal on."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._procs = set()
+        self.stopping = False
+
+    def add(self, proc):
+        with self._lock:
+            self._procs.add(proc)
+
+    def discard(self, proc):
+        with self._lock:
+            self._procs.discard(proc)
+
+    def terminate_all(self, grace_seconds=120.0):
+        # SIGTERM: the trainer checkpoints the current step and exits; the sweep resumes it next time.
+        self.stopping = True
+        with self._lock:
+            procs = list(self._procs)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.time() + grace_seconds
+        for proc in procs:
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.time()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def todo(run_dir: str, fewshot: dict | None) -> str:
+    """'skip' (finished), 'fewshot' (trained, probe missing) or 'train'."""
+    trained = os.path.exists(os.path.join(run_dir, wd.RESULTS))
+    failed = table._read_json(os.path.join(run_dir, table.FAILED)) or {}
+    if trained and failed.get("stage") != "train":
+        if fewshot is None or os.path.exists(os.path.join(run_dir, table.FEWSHOT_FILE)):
+            return "skip"
+        return "fewshot"
+    return "train"
+
+
+def fewshot_argv(run_dir: str, fewshot: dict) -> list[str]:
+    argv = ["eval", "--workdir", run_dir, "--fewshot_only", "--shots", ",".join(map(str, fewshot["shots"])),
+            "--fewshot_seeds", str(fewshot["seeds"])]
+    if fewshot.get("max_test_examples"):
+        argv += ["--fewshot_max_test", str(fewshot["max_test_examples"])]
+    if fewshot.get("data"):
+        argv += ["--fewshot_data", json.dumps(fewshot["data"], sort_keys=True)]
+    return argv
+
+
+def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parallel: int = 1,
+              fewshot: bool = True, pin_gpus: bool = False, echo=print) -> int:
+    """Runs the selected runs; returns 0 when every one of them finished, 1 otherwise (130: interrupted)."""
+    runs = sweep.select(only)
+    settings = sweep.fewshot if fewshot else None
+    if parallel < 1:
+        raise ValueError(f"--parallel must be >= 1, got {parallel}")
+    plan = [(run, os.path.join(sweep_dir, run.name)) for run in runs]
+    plan = [(run, run_dir, todo(run_dir, settings)) for run, run_dir in plan]
+    if dry_run:
+        for run, run_dir, action in plan:
+            echo(f"{run.name}: {table.run_status(run_dir, settings is not None)} -> "
+                 f"{ {'skip': 'skip', 'fewshot': 'few-shot probe only', 'train': 'train'}[action] }")
+            if action == "train":
+                echo("    " + _shell([sys.executable, "-m", "vitjax", *run.train_argv(run_dir)]))
+            if action != "skip" and settings is not None:
+                echo("    " + _shell([sys.executable, "-m", "vitjax", *fewshot_argv(run_dir, settings)]))
+        return 0
+
+    os.makedirs(sweep_dir, exist_ok=True)
+    with open(os.path.join(sweep_dir, table.SWEEP), "w") as f:
+        json.dump({**sweep.describe(), "fewshot": settings}, f, indent=1)
+    _write_table(sweep_dir, echo, quiet=True)
+
+    live, lock = _Live(), threading.Lock()
+    slots = queue.Queue()
+    for slot in range(parallel):
+        slots.put(slot)
+    counter = iter(range(1, len(plan) + 1))
+
+    def say(message):
+        with lock:
+            echo(message)
+
+    def job(run, run_dir, action):
+        with lock:
+            index = next(counter)
+        prefix = f"[{index}/{len(plan)}] {run.name}"
+        if live.stopping:
+            return "interrupted"
+        if action == "skip":
+            say(f"{prefix}: finished already, skipped")
+            return "finished"
+        slot = slots.get()
+        try:
+            status = _execute(run, run_dir, action, settings, slot, pin_gpus, live, say, prefix)
+        except Exception as error:  # noqa: BLE001  (a bug in the runner must not lose the other runs)
+            _record_failure(run_dir, "runner", str(error), traceback.format_exc(), None, [], None)
+            say(f"{prefix}: FAILED in the sweep runner: {error}")
+            status = "failed"
+        finally:
+            slots.put(slot)
+        if not live.stopping:
+            _write_table(sweep_dir, say, quiet=True)
+        return status
+
+    previous_handler = _on_sigterm_raise_interrupt()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=parallel) if parallel > 1 else None
+    try:
+        if pool is None:
+            for item in plan:
+                job(*item)
+        else:
+            for future in [pool.submit(job, *item) for item in plan]:
+                future.result()
+    except KeyboardInterrupt:
+        say("interrupted: stopping the running runs (each checkpoints and can be resumed by re-running)")
+        live.stopping = True  # before anything else: no queued run may start now
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        live.terminate_all()
+        if pool is not None:
+            pool.shutdown(wait=True)
+        _write_table(sweep_dir, say)
+        return 130
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+        if previous_handler is not None:
+            signal.signal(signal.SIGTERM, previous_handler)
+    rows = _write_table(sweep_dir, say)
+    selected = {run.name for run in runs}
+    not_done = [r for r in rows if r["name"] in selected and r["status"] != "finished"]
+    if not_done:
+        say(f"{len(not_done)} of {len(runs)} runs did not finish: "
+            + ", ".join(f"{r['name']} ({r['status']})" for r in not_done))
+        return 1
+    say(f"all {len(runs)} runs finished")
+    return 0
+
+
+def _execute(run, run_dir, action, settings, slot, pin_gpus, live, say, prefix) -> str:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    if pin_gpus:
+        env["CUDA_VISIBLE_DEVICES"] = str(slot)  # one GPU per concurrent run
+    holder = table.running_holder(run_dir)
+    if holder:
+        say(f"{prefix}: left alone: already being worked on by pid(s) {holder.get('pids')} on {holder.get('host')} "
+            f"(another sweep, or the trainer of a killed one); delete {os.path.join(run_dir, table.RUNNING)} "
+            f"if that is wrong")
+        return "running"
+    os.makedirs(run_dir, exist_ok=True)
+    stale = os.path.join(run_dir, table.FAILED)
+    if os.path.exists(stale):
+        os.remove(stale)  # a retry: the old failure no longer describes the run
+    lock = os.path.join(run_dir, table.RUNNING)
+    try:
+        return _stages(run, run_dir, action, settings, env, live, say, prefix, lock)
+    finally:
+        if os.path.exists(lock):
+            os.remove(lock)
+
+
+def _stages(run, run_dir, action, settings, env, live, say, prefix, lock) -> str:
+    if action == "train":
+        resuming = os.path.exists(os.path.join(run_dir, wd.CONFIG))
+        say(f"{prefix}: {'resuming' if resuming else 'training'} (log: {os.path.join(run_dir, 'train.log')})")
+        argv = [sys.executable, "-m", "vitjax", *run.train_argv(run_dir)]
+        code, seconds, log = _subprocess(argv, os.path.join(run_dir, "train.log"), env, live, lock)
+        if code == PREEMPTED_EXIT_CODE or (live.stopping and code != 0):
+            say(f"{prefix}: interrupted after {seconds:.0f}s; re-run the sweep to resume it")
+            return "interrupted"
+        if code != 0:
+            error = _record_failure(run_dir, "train", None, None, code, argv, log)
+            say(f"{prefix}: FAILED after {seconds:.0f}s (exit {code}): {error}")
+            return "failed"
+        results = wd.read_results(run_dir) or {}
+        say(f"{prefix}: trained in {seconds:.0f}s, test accuracy {results.get('test_accuracy', float('nan')):.4f}")
+
+    if settings is not None:
+        argv = [sys.executable, "-m", "vitjax", *fewshot_argv(run_dir, settings)]
+        code, seconds, log = _subprocess(argv, os.path.join(run_dir, "fewshot.log"), env, live, lock)
+        if code != 0:
+            if live.stopping:
+                return "interrupted"
+            error = _record_failure(run_dir, "fewshot", None, None, code, argv, log)
+            say(f"{prefix}: few-shot probe FAILED (exit {code}): {error}")
+            return "failed"
+        shots = table._read_json(os.path.join(run_dir, table.FEWSHOT_FILE)) or {}
+        accuracies = ", ".join(f"{k}={shots[f'{k}shot']:.3f}" for k in shots.get("shots", []))
+        say(f"{prefix}: few-shot in {seconds:.0f}s: {accuracies}")
+    return "finished"
+
+
+def _subprocess(argv, log_path, env, live, lock) -> tuple[int, float, str]:
+    """Runs argv with output appended to log_path; returns (exit code, seconds, this attempt's output).
+
+    While it runs, `lock` (the run's running.json) names this process and the child."""
+    start = time.time()
+    if live.stopping:  # the sweep is being interrupted: start nothing new
+        return PREEMPTED_EXIT_CODE, 0.0, ""
+    with open(log_path, "a") as log:
+        offset = log.tell()
+        log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {_shell(argv)}\n")
+        log.flush()
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        live.add(proc)
+        with open(lock, "w") as f:
+            json.dump({"pids": [proc.pid, os.getpid()], "host": socket.gethostname(),
+                       "command": _shell(argv), "since": time.strftime("%Y-%m-%d %H:%M:%S")}, f)
+        try:
+            code = proc.wait()
+        finally:
+            live.discard(proc)
+    with open(log_path) as log:
+        log.seek(offset)
+        output = log.read()
+    return code, time.time() - start, output
+
+
+def _record_failure(run_dir, stage, error, trace, code, argv, log) -> str:
+    """Writes DIR/<name>/failed.json and returns the one-line error."""
+    if error is None:
+        error, trace = _error_of(log or "", code)
+    payload = {"stage": stage, "error": error, "traceback": trace, "returncode": code,
+               "command": _shell(argv) if argv else "", "time": time.strftime("%Y-%m-%d %H:%M:%S")}
+    os.makedirs(run_dir, exist_ok=True)
+    with open(os.path.join(run_dir, table.FAILED), "w") as f:
+        json.dump(payload, f, indent=1)
+    return error
+
+
+def _error_of(output: str, code) -> tuple[str, str]:
+    """(one-line error, traceback or the output's tail) from a failed subprocess's output."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    start = max((i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last)")),
+                default=None)
+    trace = "\n".join(lines[start:] if start is not None else lines[-40:])
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name
+        hint = " (out of memory? the kernel's OOM killer sends SIGKILL)" if name == "SIGKILL" else ""
+        return f"killed by {name}{hint}", trace
+    for line in reversed(lines):
+        if "error" in line.lower() or line.split(":")[0].endswith(("Error", "Exception", "Interrupt")):
+            return line.strip(), trace
+    return (lines[-1].strip() if lines else f"exit status {code} with no output"), trace
+
+
+def _write_table(sweep_dir, say, quiet=False):
+    rows = table.collect(sweep_dir)
+    csv_path, _ = table.write(sweep_dir, rows)
+    if not quiet:
+        say(f"results table: {csv_path}")
+        for row in rows:
+            accuracy = row.get("test_accuracy")
+            shots = [k for k in row if k.startswith("fewshot_") and k.endswith("shot")]
+            best = f", {shots[-1][8:]} {row[shots[-1]]:.4f}" if shots and row[shots[-1]] is not None else ""
+            say(f"  {row['name']:<24} {row['status']:<12} "
+                + (f"test accuracy {accuracy:.4f}{best}" if accuracy is not None else row.get("error", "")[:100]))
+    return rows
+
+
+def _on_sigterm_raise_interrupt():
+    """A SIGTERM to the sweep (a preemption) is handled like Ctrl-C: stop runs cleanly, keep the table."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _shell(argv) -> str:
+    return " ".join(shlex.quote(str(a)) for a in argv)

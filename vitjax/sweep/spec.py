@@ -1,0 +1,190 @@
+"""A sweep file and the checks that run before anything trains.
+
+A sweep file is a Python file that defines
+
+    def get_runs(arg=None):
+        return [("vit_n1000", "configs/fashion_mnist/vit.py", {"data.train_size": 1000}), ...]
+
+and optionally `FEWSHOT = dict(shots=(1, 5, 10, 25), seeds=3, max_test_examples=None, data=None)`
+(None turns the few-shot probe off; `data` changes the data config for the probe only).
+`arg` is what follows the colon in `experiments/x.py:arg`. Config paths are tried relative to the
+current directory, then to the sweep file's directory and its parent (the repository root for files
+under experiments/).
+
+`load` checks everything that can be checked without training: the file defines runs, names are unique
+and usable as directory names, each config loads and each override names a field the config has, and the
+exact `--config.k=v` command line each run will get is parsed by absl's config flags (the parser
+`vitjax train` uses) to the same config. A bad sweep fails here, before the first run starts.
+"""
+import dataclasses
+import json
+import os
+import re
+import warnings
+
+from vitjax.evaluate import fewshot
+from vitjax.train import config_files
+
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+
+
+class SweepError(ValueError):
+    """The sweep definition is unusable; the message names the run and the fix."""
+
+
+@dataclasses.dataclass
+class Run:
+    name: str
+    config: str  # absolute path[:arg]
+    overrides: dict
+    config_dict: dict  # the resolved config, as JSON-able dict (for the table of pending runs)
+
+    def train_argv(self, workdir: str) -> list[str]:
+        """Arguments after `python -m vitjax`."""
+        return ["train", "--config", self.config, "--workdir", workdir,
+                *config_files.override_flags(self.overrides)]
+
+
+@dataclasses.dataclass
+class Sweep:
+    path: str
+    arg: str | None
+    runs: list[Run]
+    fewshot: dict | None  # {'shots': (...), 'seeds': n, 'max_test_examples': n or None}; None: off
+
+    def describe(self) -> dict:
+        return {"sweep_file": self.path, "arg": self.arg, "fewshot": self.fewshot,
+                "runs": [{"name": r.name, "config": r.config, "overrides": r.overrides, "config_dict": r.config_dict}
+                         for r in self.runs]}
+
+    def select(self, only) -> list[Run]:
+        if not only:
+            return list(self.runs)
+        known = {r.name for r in self.runs}
+        unknown = [name for name in only if name not in known]
+        if unknown:
+            raise SweepError(f"--only names runs the sweep does not define: {', '.join(unknown)}; "
+                             f"its runs are: {', '.join(r.name for r in self.runs)}")
+        return [r for r in self.runs if r.name in set(only)]
+
+
+def load(path_with_arg: str) -> Sweep:
+    path, arg = config_files.split_path(path_with_arg)
+    if not os.path.isfile(path):
+        raise SweepError(f"sweep file {path!r} does not exist")
+    try:
+        module = config_files.load_module(path, name="vitjax_sweep_file")
+    except Exception as error:  # a syntax or import error in the user's file
+        raise SweepError(f"could not import sweep file {path}: {type(error).__name__}: {error}") from error
+    if not callable(getattr(module, "get_runs", None)):
+        raise SweepError(f"sweep file {path} defines no get_runs(arg=None) function")
+    try:
+        raw = module.get_runs(arg) if arg is not None else module.get_runs()
+    except Exception as error:  # e.g. the sweep's own check of its argument
+        raise SweepError(f"{path}: get_runs({arg!r}) failed: {type(error).__name__}: {error}") from error
+    if not raw:
+        raise SweepError(f"sweep file {path}{f':{arg}' if arg else ''} defines no runs (get_runs returned "
+                         f"{raw!r}); return a list of (name, config_path[:arg], overrides dict)")
+    base_dirs = [os.getcwd(), os.path.dirname(os.path.abspath(path)),
+                 os.path.dirname(os.path.dirname(os.path.abspath(path)))]
+    entries = [_entry(item, i, path) for i, item in enumerate(raw)]
+    _check_names([name for name, _, _ in entries], path)
+    runs = [_resolve(name, config, overrides, base_dirs) for name, config, overrides in entries]
+    return Sweep(path=os.path.abspath(path), arg=arg, runs=runs, fewshot=_fewshot_settings(module, path))
+
+
+def _entry(item, index, path):
+    if not (isinstance(item, (tuple, list)) and len(item) in (2, 3)):
+        raise SweepError(f"{path}: run #{index} is {item!r}; each run must be (name, config_path[:arg], "
+                         f"overrides dict)")
+    name, config, overrides = (*item, {}) if len(item) == 2 else item
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise SweepError(f"{path}: run #{index} has name {name!r}; names become directory names: use "
+                         f"letters, digits and _ . + - only")
+    if not isinstance(config, str):
+        raise SweepError(f"{path}: run {name!r}: the config must be a path string, got {config!r}")
+    if overrides is None:
+        overrides = {}
+    if not isinstance(overrides, dict) or not all(isinstance(k, str) for k in overrides):
+        raise SweepError(f"{path}: run {name!r}: overrides must be a dict of 'dotted.key': value, "
+                         f"got {overrides!r}")
+    return name, config, dict(overrides)
+
+
+def _check_names(names, path):
+    seen, duplicates = set(), []
+    for name in names:
+        if name in seen and name not in duplicates:
+            duplicates.append(name)
+        seen.add(name)
+    if duplicates:
+        raise SweepError(f"{path}: duplicate run names {', '.join(duplicates)}: each run needs its own name "
+                         f"(it is the run's sub-workdir)")
+
+
+def _resolve(name, config, overrides, base_dirs) -> Run:
+    file, arg = config_files.split_path(config)
+    candidates = [file] if os.path.isabs(file) else [os.path.join(d, file) for d in base_dirs]
+    found = next((c for c in candidates if os.path.isfile(c)), None)
+    if found is None:
+        raise SweepError(f"run {name!r}: config file {file!r} not found (looked in: {', '.join(candidates)})")
+    absolute = os.path.abspath(found) + (f":{arg}" if arg is not None else "")
+    try:
+        resolved = config_files.apply_overrides(config_files.load_config(absolute), overrides)
+    except (KeyError, ValueError, TypeError) as error:
+        raise SweepError(f"run {name!r} ({config}): {error}") from None
+    except Exception as error:  # noqa: BLE001  (get_config itself failed, e.g. on an unknown preset)
+        raise SweepError(f"run {name!r}: loading {config} failed: {type(error).__name__}: {error}") from None
+    in_process = json.loads(resolved.to_json_best_effort(sort_keys=True))
+    _check_command_line(name, absolute, overrides, in_process)
+    return Run(name=name, config=absolute, overrides=overrides, config_dict=in_process)
+
+
+def _check_command_line(name, config, overrides, expected):
+    """The run's `--config.k=v` flags, parsed the way `vitjax train` will, must give the same config."""
+    from absl import flags
+    from ml_collections import config_flags
+
+    argv = ["vitjax train", f"--config={config}", *config_files.override_flags(overrides)]
+    flag_values = flags.FlagValues()
+    # sys_argv: the override flags are found in this argv, not in the sweep's own sys.argv.
+    config_flags.DEFINE_config_file("config", None, "", flag_values=flag_values, lock_config=True, sys_argv=argv)
+    try:
+        with warnings.catch_warnings():  # ml_collections loads the file with a deprecated importlib call
+            warnings.simplefilter("ignore", DeprecationWarning)
+            flag_values(argv)
+    except flags.Error as error:
+        raise SweepError(f"run {name!r}: its command line would be refused by `vitjax train`: {error}") from None
+    parsed = json.loads(flag_values.config.to_json_best_effort(sort_keys=True))
+    if parsed != expected:
+        different = sorted(k for k in _flat(parsed).keys() | _flat(expected).keys()
+                           if _flat(parsed).get(k) != _flat(expected).get(k))
+        raise SweepError(f"run {name!r}: overrides do not survive the command line unchanged ({', '.join(different)}); "
+                         f"use plain numbers, strings, bools or tuples")
+
+
+def _flat(tree, prefix=""):
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _fewshot_settings(module, path):
+    settings = getattr(module, "FEWSHOT", {})
+    if settings is None:
+        return None
+    known = {"shots", "seeds", "max_test_examples", "data"}
+    if not isinstance(settings, dict) or set(settings) - known:
+        raise SweepError(f"{path}: FEWSHOT must be None or a dict with keys {sorted(known)}, got {settings!r}")
+    out = {"shots": list(settings.get("shots", fewshot.DEFAULT_SHOTS)),
+           "seeds": int(settings.get("seeds", fewshot.DEFAULT_SEEDS)),
+           "max_test_examples": settings.get("max_test_examples"), "data": settings.get("data")}
+    if out["data"] is not None and not isinstance(out["data"], dict):
+        raise SweepError(f"{path}: FEWSHOT['data'] must be a dict of data-config changes, got {out['data']!r}")
+    if not out["shots"] or min(out["shots"]) < 1 or out["seeds"] < 1:
+        raise SweepError(f"{path}: FEWSHOT needs shots >= 1 and seeds >= 1, got {settings!r}")
+    return out

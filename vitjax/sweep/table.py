@@ -1,0 +1,188 @@
+"""The results table of a sweep: one row per run, read back from the runs' workdirs.
+
+    DIR/results.csv    the columns below, one line per run (what the figures are drawn from)
+    DIR/results.json   the same rows plus each run's full config, overrides and few-shot spreads
+
+A row's status: 'finished' (results.json, and few-shot done where asked), 'failed' (failed.json: the
+error and traceback of the stage that failed), 'running' (a live process holds running.json),
+'interrupted' (started, not finished: re-running the sweep resumes it) or 'pending' (not started).
+"""
+import csv
+import json
+import os
+import re
+import socket
+import statistics
+
+from vitjax.evaluate.fewshot import FEWSHOT_FILE
+from vitjax.train import workdir as wd
+
+FAILED = "failed.json"
+RUNNING = "running.json"  # pids working on the run now; removed when they are done
+SWEEP = "sweep.json"  # the sweep's definition, written by the runner; lets `vitjax plot` list pending runs
+CSV, JSON = "results.csv", "results.json"
+
+COLUMNS = ["name", "status", "family", "model", "patch_size", "train_size", "params", "flops_per_step",
+           "train_flops", "steps", "batch_size", "examples_seen", "wall_seconds", "core_hours", "img_per_sec",
+           "test_accuracy", "test_loss"]
+
+
+def running_holder(run_dir: str) -> dict | None:
+    """The live process working on this run (its RUNNING file), or None.
+
+    A killed sweep can leave its training subprocess behind; the file names that process too, so a
+    second sweep does not start another trainer on the same workdir.
+    """
+    holder = _read_json(os.path.join(run_dir, RUNNING))
+    if not holder:
+        return None
+    if holder.get("host") != socket.gethostname():
+        return holder  # cannot check another machine's processes: assume it is still at work
+    for pid in holder.get("pids", []):
+        try:
+            os.kill(pid, 0)
+            return holder
+        except ProcessLookupError:
+            continue
+        except PermissionError:  # alive, owned by someone else
+            return holder
+    return None
+
+
+def run_status(run_dir: str, want_fewshot: bool = False) -> str:
+    if running_holder(run_dir):
+        return "running"
+    if os.path.exists(os.path.join(run_dir, FAILED)):
+        return "failed"
+    if os.path.exists(os.path.join(run_dir, wd.RESULTS)):
+        if want_fewshot and not os.path.exists(os.path.join(run_dir, FEWSHOT_FILE)):
+            return "interrupted"  # trained; the few-shot probe still has to run
+        return "finished"
+    if os.path.exists(os.path.join(run_dir, wd.CONFIG)):
+        return "interrupted"
+    return "pending"
+
+
+def _read_json(path):
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def _median_rate(run_dir):
+    """Median training img/s over the logged windows (robust to the slow first window)."""
+    path = os.path.join(run_dir, wd.METRICS)
+    if not os.path.exists(path):
+        return None
+    rates = []
+    with open(path) as f:
+        for line in f:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:  # a line cut short by a kill
+                continue
+            if "img_per_sec" in row:
+                rates.append(row["img_per_sec"])
+    return statistics.median(rates) if rates else None
+
+
+def model_description(config: dict) -> tuple[str, str, int | None]:
+    """(family, label, patch size) of a config: ('vit', 'ViT w64 d6 p4', 4), ('bit', 'BiT-R26x1 w8 small stem', None)."""
+    name, model = config.get("model_name", "?"), config.get("model", {})
+    if name == "vit":
+        variant, patch = model.get("variant"), model.get("patch_size")
+        if patch is None and variant and "/" in variant:
+            patch = int(variant.split("/")[1])
+        family = "hybrid" if model.get("resnet") else "vit"
+        prefix = f"{model.get('resnet')}+ViT" if family == "hybrid" else "ViT"
+        if variant:  # the paper's names: ViT-B/16
+            return family, f"{prefix}-{variant.split('/')[0]}/{patch}", patch
+        return family, f"{prefix} w{model.get('width')} d{model.get('depth')} p{patch}", patch
+    if name == "bit":
+        stem, width = model.get("stem", "imagenet"), model.get("width")
+        label = f"BiT-{model.get('variant')}" + (f" w{width}" if width else "")
+        return "bit", label + ("" if stem == "imagenet" else f" {stem} stem"), None
+    return name, name, None
+
+
+def run_row(name: str, run_dir: str, *, config: dict | None = None, config_file: str = "",
+            overrides: dict | None = None, want_fewshot: bool = False) -> dict:
+    """One table row (all fields; COLUMNS and the few-shot columns are what the CSV keeps)."""
+    saved = _read_json(os.path.join(run_dir, wd.CONFIG))
+    config = saved or config or {}
+    results = _read_json(os.path.join(run_dir, wd.RESULTS)) or {}
+    shots = _read_json(os.path.join(run_dir, FEWSHOT_FILE)) or {}
+    failed = _read_json(os.path.join(run_dir, FAILED)) or {}
+    family, label, patch = model_description(config)
+    data = config.get("data", {})
+    row = {
+        "name": name, "status": run_status(run_dir, want_fewshot), "family": family, "model": label,
+        "patch_size": patch,
+        # The configured subset, else the split's size as the trainer saw it.
+        "train_size": data.get("train_size") or results.get("num_train"),
+        "batch_size": config.get("batch_size"),
+        "img_per_sec": _median_rate(run_dir),
+    }
+    for key in ("params", "flops_per_step", "train_flops", "steps", "examples_seen", "wall_seconds",
+                "core_hours", "test_accuracy", "test_loss"):
+        row[key] = results.get(key)
+    for key, value in shots.items():
+        if re.fullmatch(r"\d+shot(_std)?", key):
+            row[f"fewshot_{key}"] = value
+    row["image_shape"] = results.get("image_shape")
+    row["error"] = failed.get("error", "")
+    row["failed_stage"] = failed.get("stage", "")
+    row["config_file"] = config_file
+    row["overrides"] = overrides or {}
+    row["config"] = config
+    return row
+
+
+def csv_columns(rows) -> list[str]:
+    shots = sorted({k for r in rows for k in r if re.fullmatch(r"fewshot_\d+shot", k)},
+                   key=lambda k: int(re.search(r"\d+", k).group()))
+    return COLUMNS + shots + ["error", "config_file", "overrides"]
+
+
+def write(sweep_dir: str, rows: list[dict]) -> tuple[str, str]:
+    """Writes results.csv and results.json (atomically) and returns their paths."""
+    csv_path, json_path = os.path.join(sweep_dir, CSV), os.path.join(sweep_dir, JSON)
+    columns = csv_columns(rows)
+    tmp = csv_path + ".tmp"
+    with open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({**row, "overrides": json.dumps(row["overrides"], sort_keys=True),
+                             "error": row["error"].splitlines()[-1] if row["error"] else ""})
+    os.replace(tmp, csv_path)
+    tmp = json_path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"columns": columns, "runs": rows}, f, indent=1, sort_keys=False)
+    os.replace(tmp, json_path)
+    return csv_path, json_path
+
+
+def collect(sweep_dir: str) -> list[dict]:
+    """Rows of every run of a sweep directory: those sweep.json lists (pending ones too), then any other
+    sub-directory that holds a run."""
+    definition = _read_json(os.path.join(sweep_dir, SWEEP)) or {"runs": []}
+    want_fewshot = definition.get("fewshot") is not None and bool(definition["runs"])
+    rows, listed = [], set()
+    for run in definition["runs"]:
+        rows.append(run_row(run["name"], os.path.join(sweep_dir, run["name"]), config=run.get("config_dict"),
+                            config_file=run.get("config", ""), overrides=run.get("overrides"),
+                            want_fewshot=want_fewshot))
+        listed.add(run["name"])
+    for entry in sorted(os.listdir(sweep_dir)) if os.path.isdir(sweep_dir) else []:
+        run_dir = os.path.join(sweep_dir, entry)
+        if entry not in listed and any(os.path.exists(os.path.join(run_dir, f)) for f in (wd.CONFIG, FAILED)):
+            rows.append(run_row(entry, run_dir))
+    return rows
+
+
+def read(sweep_dir: str) -> list[dict]:
+    """The rows of DIR/results.json, or collected from the run directories when it is missing."""
+    saved = _read_json(os.path.join(sweep_dir, JSON))
+    return saved["runs"] if saved else collect(sweep_dir)
