@@ -1,5 +1,4 @@
 """BiT ResNet-v2: stems and strides, batch independence (GroupNorm), weight standardisation, variants."""
-import contextlib
 
 import flax.linen as nn
 import jax
@@ -8,6 +7,7 @@ import numpy as np
 import pytest
 
 from vitjax.models.bit import BiT, ResNetStage, StdConv, standardize
+from tests.models.compile_guard import no_compilation
 
 
 def _random_params(model, images, seed):
@@ -111,22 +111,6 @@ def test_std_conv_ignores_an_affine_change_of_each_output_channel():
     assert np.abs(np.asarray(plain) - out).max() > 1e-2
 
 
-@contextlib.contextmanager
-def _no_compilation():
-    compiled = []
-
-    def listener(event, duration, **kwargs):
-        if event.endswith("backend_compile_duration"):
-            compiled.append(event)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-    assert not compiled, "the error must come before anything is compiled"
-
-
 @pytest.mark.parametrize("kwargs,message", [
     (dict(variant="R18"), r"unknown ResNet variant 'R18'; choose one of R26x1, .*R152x4"),
     (dict(variant="R50x5"), r"unknown ResNet variant 'R50x5'"),
@@ -135,7 +119,7 @@ def _no_compilation():
 def test_bad_configurations_raise_before_compiling(kwargs, message):
     model = BiT(num_classes=10, **kwargs)
     key, images = jax.random.key(0), np.zeros((1, 32, 32, 3), np.float32)
-    with _no_compilation(), pytest.raises(ValueError, match=message):
+    with no_compilation(), pytest.raises(ValueError, match=message):
         jax.jit(model.init)(key, images)
 
 

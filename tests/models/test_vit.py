@@ -1,5 +1,4 @@
 """ViT: pooling heads, pre-logits, head init, mixed precision, variants, the hybrid, and input validation."""
-import contextlib
 import functools
 
 import flax.linen as nn
@@ -10,6 +9,7 @@ import pytest
 
 from vitjax.models.transformer import Encoder
 from vitjax.models.vit import SIZES, Size, ViT
+from tests.models.compile_guard import no_compilation
 
 TINY = dict(num_classes=5, patch_size=4, width=16, depth=1, mlp_dim=32, num_heads=2)
 IMAGES = jax.ShapeDtypeStruct((2, 8, 8, 3), jnp.float32)
@@ -141,22 +141,6 @@ def test_r50_hybrid_takes_patches_from_resnet_features():
     assert jax.eval_shape(model.apply, variables, images).shape == (2, 10)
 
 
-@contextlib.contextmanager
-def _no_compilation():
-    compiled = []
-
-    def listener(event, duration, **kwargs):
-        if event.endswith("backend_compile_duration"):
-            compiled.append(event)
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield compiled
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
-    assert not compiled, "the error must come before anything is compiled"
-
-
 @pytest.mark.parametrize("overrides,shape,message", [
     ({}, (2, 30, 30, 3), r"image size 30x30 is not divisible by patch_size=4; resize the images to a multiple "
                          r"of 4 \(e\.g\. 32\)"),
@@ -180,5 +164,5 @@ def test_bad_configurations_raise_before_compiling(overrides, shape, message):
                 kwargs.pop(field)
     model = ViT(**kwargs)
     key, images = jax.random.key(0), np.zeros(shape, np.float32)
-    with _no_compilation(), pytest.raises(ValueError, match=message):
+    with no_compilation(), pytest.raises(ValueError, match=message):
         jax.jit(model.init)(key, images)

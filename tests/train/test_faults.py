@@ -66,14 +66,8 @@ def _assert_bitwise_equal(a, b):
         np.testing.assert_array_equal(flat_a[key], flat_b[key], err_msg=key)
 
 
-def _flatten(tree, prefix=""):
-    out = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out.update(_flatten(value, f"{prefix}{key}/"))
-        else:
-            out[f"{prefix}{key}"] = np.asarray(value)
-    return out
+def _flatten(tree):
+    return {key: np.asarray(value) for key, value in wd.flatten(tree).items()}
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,8 @@ import json
 import os
 import re
 
+from vitjax.train.workdir import flatten
+
 FAMILY_STYLE = {"vit": ("tab:blue", "o"), "bit": ("tab:orange", "s"), "hybrid": ("tab:green", "^")}
 FAMILY_NAME = {"vit": "ViT", "bit": "BiT (ResNet)", "hybrid": "Hybrid"}
 
@@ -33,7 +35,7 @@ def _groups(rows, column: str, varying: tuple, min_points: int = 2) -> list[tupl
     by label; a family with one line gets its own colour, several lines get the default cycle."""
     groups = {}
     for row in rows:
-        flat = _flat(row.get("config") or {})
+        flat = flatten(row.get("config") or {})
         signature = json.dumps({k: v for k, v in flat.items() if k not in varying and not k.startswith("mesh.")},
                                sort_keys=True, default=str)
         groups.setdefault(signature, []).append(row)
@@ -49,16 +51,6 @@ def _groups(rows, column: str, varying: tuple, min_points: int = 2) -> list[tupl
     cycle = [f"C{i}" for i in range(10)]
     return [(label, _style(m[0]["family"])[0] if per_family[m[0]["family"]] == 1 else cycle[i % 10], m)
             for i, (label, m) in enumerate(lines)]
-
-
-def _flat(tree, prefix=""):
-    out = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 def _write_csv(path, rows, columns):

@@ -24,6 +24,7 @@ import warnings
 
 from vitjax.evaluate import fewshot
 from vitjax.train import config_files
+from vitjax.train.workdir import flatten
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
@@ -157,20 +158,10 @@ def _check_command_line(name, config, overrides, expected):
         raise SweepError(f"run {name!r}: its command line would be refused by `vitjax train`: {error}") from None
     parsed = json.loads(flag_values.config.to_json_best_effort(sort_keys=True))
     if parsed != expected:
-        different = sorted(k for k in _flat(parsed).keys() | _flat(expected).keys()
-                           if _flat(parsed).get(k) != _flat(expected).get(k))
+        different = sorted(k for k in flatten(parsed).keys() | flatten(expected).keys()
+                           if flatten(parsed).get(k) != flatten(expected).get(k))
         raise SweepError(f"run {name!r}: overrides do not survive the command line unchanged ({', '.join(different)}); "
                          f"use plain numbers, strings, bools or tuples")
-
-
-def _flat(tree, prefix=""):
-    out = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            out.update(_flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
 
 
 def _fewshot_settings(module, path):
