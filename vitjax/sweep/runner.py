@@ -243,10 +243,11 @@ def _subprocess(argv, log_path, env, live, lock) -> tuple[int, float, str]:
         with open(lock, "w") as f:
             json.dump({"pids": [proc.pid, os.getpid()], "host": socket.gethostname(),
                        "command": _shell(argv), "since": time.strftime("%Y-%m-%d %H:%M:%S")}, f)
-        try:
-            code = proc.wait()
-        finally:
-            live.discard(proc)
+        # Deregistered only after a normal exit: when the wait is interrupted (SIGTERM or Ctrl-C on
+        # the sweep), the child must stay registered so terminate_all() reaches it; otherwise it
+        # would outlive the sweep and keep training.
+        code = proc.wait()
+        live.discard(proc)
     with open(log_path) as log:
         log.seek(offset)
         output = log.read()
