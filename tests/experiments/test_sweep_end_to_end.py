@@ -151,9 +151,12 @@ def test_sigterm_stops_the_sweep_and_leaves_a_resumable_run(tmp_path):
         assert proc.poll() is None and time.time() < deadline, proc.stdout.read()[-3000:]
         time.sleep(0.5)
     assert (out / "long" / "running.json").exists()
+    trainer_pid = json.loads((out / "long" / "running.json").read_text())["pids"][0]
     proc.terminate()  # a preemption notice for the whole sweep
     output, _ = proc.communicate(timeout=300)
     assert proc.returncode == 130, output[-3000:]
+    with pytest.raises(ProcessLookupError):  # the trainer stopped with the sweep, not orphaned
+        os.kill(trainer_pid, 0)
     assert "interrupted" in output
     assert not (out / "long" / "running.json").exists() and not (out / "long" / "failed.json").exists()
     # The trainer checkpointed the step it was on, so re-running the sweep resumes from there.
