@@ -37,9 +37,7 @@ def steps_of(config, prefix: str, *, num_train_examples: int, batch_size: int, r
 
 
 def learning_rate_schedule(config, total_steps: int, warmup_steps: int) -> optax.Schedule:
-    if warmup_steps > total_steps:
-        raise ValueError(f"warmup ({warmup_steps} steps) is longer than training ({total_steps} steps); "
-                         f"shorten the warmup or train longer")
+    """Linear warmup to config.lr, then the decay; trainer.plan has checked warmup <= total."""
     decay_steps = max(total_steps - warmup_steps, 1)
     end_lr = config.get("end_lr", 0.0)
     if config.schedule == "cosine":
