@@ -7,6 +7,7 @@
     vitjax plot  DIR [--out FIGDIR]
     vitjax data prepare fashion_mnist [--data_dir DIR] [--download]
     vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64]
+    vitjax bench --config configs/<file>.py[:arg] [--config.key=value ...] [--rounds 7] [--out bench.json]
 """
 import argparse
 import sys
@@ -97,12 +98,17 @@ def main(argv=None):
     sweeps.sweep_args(commands.add_parser("sweep", help="run a sweep file's runs, each in a subprocess and its own "
                                                         "sub-workdir; writes DIR/results.csv"))
     sweeps.plot_args(commands.add_parser("plot", help="the paper's sweep figures from a sweep's results table"))
+    from vitjax.bench import run as bench  # cheap: jax and torch load only when it runs
+    bench.main_args(commands.add_parser("bench", help="train-step, inference and input throughput, MFU, "
+                                                      "side by side with timm; writes JSON"))
 
     if argv and argv[0] == "train":
         return _train(argv[1:])
+    if argv and argv[0] == "bench":
+        argv = ["bench", *bench.normalize_argv(argv[1:])]  # --config.key=value overrides, as for train
     args = parser.parse_args(argv)
     {"eval": _eval, "data": _data, "analyze": analysis.run, "sweep": sweeps.sweep_main,
-     "plot": sweeps.plot_main}[args.command](args)
+     "plot": sweeps.plot_main, "bench": bench.run}[args.command](args)
 
 
 if __name__ == "__main__":

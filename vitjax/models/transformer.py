@@ -14,7 +14,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from vitjax.models.activations import gelu_exact
 from vitjax.models.attention import Implementation, MultiHeadAttention
+from vitjax.models.layers import Dense, LayerNorm
 from vitjax.models.posemb import AddPositionEmbedding, Kind as PosembKind
 
 Norm = Literal["layernorm", "rmsnorm"]
@@ -33,11 +35,15 @@ def make_norm(kind: Norm, dtype, param_dtype, *, index: int = 0, name: str | Non
     Unnamed norms are called `LayerNorm_{index}` / `RMSNorm_{index}`, as in the official checkpoints.
     """
     if kind == "layernorm":
-        return nn.LayerNorm(epsilon=1e-6, dtype=dtype, param_dtype=param_dtype,
-                            name=name or f"LayerNorm_{index}")
+        return LayerNorm(epsilon=1e-6, dtype=dtype, param_dtype=param_dtype, name=name or f"LayerNorm_{index}")
     if kind == "rmsnorm":
         return nn.RMSNorm(epsilon=1e-6, dtype=dtype, param_dtype=param_dtype, name=name or f"RMSNorm_{index}")
     raise ValueError(f"unknown norm {kind!r}; choose 'layernorm' or 'rmsnorm'")
+
+
+def _is_zero(rate) -> bool:
+    """True for a Python number equal to 0; False for traced rates (scanned stacks) and others."""
+    return isinstance(rate, (int, float)) and rate == 0
 
 
 class DropPath(nn.Module):
@@ -46,7 +52,8 @@ class DropPath(nn.Module):
 
     @nn.compact
     def __call__(self, x, rate):
-        if self.deterministic:
+        # A rate known to be 0 at trace time (a Python number) needs no random draw and no masking pass.
+        if self.deterministic or _is_zero(rate):
             return x
         keep = 1.0 - jnp.asarray(rate, jnp.float32)
         shape = (x.shape[0],) + (1,) * (x.ndim - 1)
@@ -67,13 +74,13 @@ class MlpBlock(nn.Module):
         width = x.shape[-1]
         dense = dict(dtype=self.dtype, param_dtype=self.param_dtype,
                      bias_init=nn.initializers.normal(stddev=1e-6))
-        x = nn.Dense(self.mlp_dim, kernel_init=nn.with_logical_partitioning(
+        x = Dense(self.mlp_dim, kernel_init=nn.with_logical_partitioning(
             nn.initializers.xavier_uniform(), ("embed", "mlp")), name="Dense_0", **dense)(x)
         x = nn.with_logical_constraint(x, ("batch", "length", "mlp"))
         # Exact (erf) GELU as in the paper's definition and timm; tanh-approximate differs by ~1e-3.
-        x = nn.gelu(x, approximate=False)
+        x = gelu_exact(x)
         x = nn.Dropout(self.dropout_rate)(x, deterministic=self.deterministic)
-        x = nn.Dense(width, kernel_init=nn.with_logical_partitioning(
+        x = Dense(width, kernel_init=nn.with_logical_partitioning(
             nn.initializers.xavier_uniform(), ("mlp", "embed")), name="Dense_1", **dense)(x)
         return nn.Dropout(self.dropout_rate)(x, deterministic=self.deterministic)
 
@@ -148,13 +155,16 @@ class _StackedDecoderBlock(DecoderBlock):
         return super().__call__(x, encoded, droppath_rate, self_mask, cross_mask)
 
 
-def _checkpointed(block_cls, remat_policy):
+def _checkpointed(block_cls, remat_policy, static_rate):
     if remat_policy is None:
         return block_cls
     if remat_policy not in REMAT_POLICIES:
         raise ValueError(f"unknown remat_policy {remat_policy!r}; choose one of jax.checkpoint_policies: "
                          f"{', '.join(REMAT_POLICIES)}")
-    return nn.remat(block_cls, policy=getattr(jax.checkpoint_policies, remat_policy))
+    # A static drop-path rate (argument 2; `self` counts as 0) stays a Python number under remat, so a
+    # zero rate still skips DropPath; scanned stacks with stochastic depth pass traced rates instead.
+    static = (2,) if static_rate else ()
+    return nn.remat(block_cls, policy=getattr(jax.checkpoint_policies, remat_policy), static_argnums=static)
 
 
 def _run_layers(block_cls, block_kwargs, depth, x, droppath_rate, *args, scan, remat_policy, name):
@@ -163,18 +173,23 @@ def _run_layers(block_cls, block_kwargs, depth, x, droppath_rate, *args, scan, r
     Drop-path rates grow linearly from 0 at the first block to `droppath_rate` at the last.
     """
     rates = np.linspace(0.0, droppath_rate, depth, dtype=np.float32)
-    block_cls = _checkpointed(block_cls, remat_policy)
+    block_cls = _checkpointed(block_cls, remat_policy, static_rate=not scan or droppath_rate == 0)
     if not scan:
         for i in range(depth):
             x = block_cls(name=f"{name}_{i}", **block_kwargs)(x, float(rates[i]), *args)
         return x
+    if droppath_rate == 0:
+        # Without stochastic depth the rate stays a Python 0.0 inside the scan, so the blocks skip it.
+        step, xs = (lambda block, carry, _: (block(carry, 0.0, *args), None)), None
+    else:
+        step, xs = (lambda block, carry, rate: (block(carry, rate, *args), None)), jnp.asarray(rates)
     body = nn.scan(
-        lambda block, carry, rate: (block(carry, rate, *args), None),
+        step,
         variable_axes={"params": 0, "intermediates": 0},
         split_rngs={"params": True, "dropout": True},
         length=depth,
         metadata_params={nn.PARTITION_NAME: "layers"})
-    x, _ = body(block_cls(name=name, **block_kwargs), x, jnp.asarray(rates))
+    x, _ = body(block_cls(name=name, **block_kwargs), x, xs)
     return x
 
 

@@ -53,6 +53,35 @@ def _dense_init(rng, features_in, features_out, dtype):
             "bias": jnp.zeros((features_out,), dtype)}
 
 
+class PatchEmbedding(nn.Module):
+    """Non-overlapping PxP patches, each linearly embedded: [b, H, W, C] -> [b, H/P, W/P, features].
+
+    The parameters are those of a PxP convolution with stride P (`kernel` [P, P, C, features], HWIO, and
+    `bias`), as in the official checkpoints. The patches do not overlap, so the convolution is one
+    matrix product over the flattened patches; computed that way, XLA:CPU runs it (and its gradients)
+    as a plain matmul instead of a strided convolution.
+    """
+    features: int
+    patch: int
+    dtype: Any = jnp.float32
+    param_dtype: Any = jnp.float32
+
+    @nn.compact
+    def __call__(self, x):
+        batch, height, width, channels = x.shape
+        p = self.patch
+        kernel = self.param("kernel", nn.with_logical_partitioning(
+            nn.initializers.lecun_normal(), (None, None, "conv_in", "embed")),
+            (p, p, channels, self.features), self.param_dtype)
+        bias = self.param("bias", nn.with_logical_partitioning(nn.initializers.zeros, ("embed",)),
+                          (self.features,), self.param_dtype)
+        x, kernel, bias = nn.dtypes.promote_dtype(x, kernel, bias, dtype=self.dtype)
+        rows, cols = height // p, width // p
+        # [b, rows, p, cols, p, C] -> [b, rows, cols, p, p, C]: each patch's pixels in the kernel's (h, w, c) order.
+        patches = x.reshape(batch, rows, p, cols, p, channels).transpose(0, 1, 3, 2, 4, 5)
+        return jnp.einsum("brcxyi,xyio->brco", patches, kernel) + bias
+
+
 class MAPHead(nn.Module):
     """Multihead attention pooling: a learned probe token attends over all tokens, then an MLP."""
     num_heads: int
@@ -150,9 +179,7 @@ class ViT(nn.Module):
             depths, width_factor = bit.parse_resnet(self.resnet, bit.HYBRID_DEPTHS)
             x = bit.hybrid_backbone(x, depths, width_factor, **dtypes)
             patch //= bit.hybrid_stride(depths)
-        x = nn.Conv(size.width, (patch, patch), strides=(patch, patch), padding="VALID", name="embedding",
-                    kernel_init=nn.with_logical_partitioning(
-                        nn.initializers.lecun_normal(), (None, None, "conv_in", "embed")), **dtypes)(x)
+        x = PatchEmbedding(size.width, patch, name="embedding", **dtypes)(x)
         batch, rows, cols, width = x.shape
         x = jnp.reshape(x, (batch, rows * cols, width))
 

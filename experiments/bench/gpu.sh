@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# ViT-B/16 at 224x224, bf16 compute, on one GPU: vitjax vs timm eager vs timm + torch.compile, with MFU
+# against a bf16 matmul measured in the same run (and the datasheet peak: H100/H200 989 TFLOP/s dense).
+#
+#   experiments/bench/gpu.sh [BATCH] [ROUNDS]        # defaults: 128, 5
+#
+# Needs a CUDA jaxlib of the project's jax version (pip install "jax[cuda12]==$(python -c 'import jax;
+# print(jax.__version__)')"), and torch + timm with CUDA (the pinned torch 2.14.1 wheel is a CUDA build).
+# Writes experiments/results/bench/gpu_vit_b16_224_bf16_b${BATCH}.json and prints the table. About 5-8
+# minutes on an H100/H200, most of it compiling (XLA, then torch.compile twice: train and eval mode).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BATCH=${1:-128}
+ROUNDS=${2:-5}
+PYTHON=${PYTHON:-.venv/bin/python}
+OUT=experiments/results/bench/gpu_vit_b16_224_bf16_b${BATCH}.json
+
+# JAX would otherwise reserve 75% of the GPU up front and leave PyTorch too little.
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+"$PYTHON" - <<'PY'
+import jax, torch
+assert jax.default_backend() == "gpu", f"jax sees no GPU (backend {jax.default_backend()}): install a CUDA jaxlib"
+assert torch.cuda.is_available(), "torch sees no GPU"
+print("jax", jax.__version__, jax.devices()[0].device_kind, "| torch", torch.__version__, torch.cuda.get_device_name())
+PY
+nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,memory.total --format=csv || true
+
+"$PYTHON" -m vitjax bench \
+    --config "configs/bench/vit.py:variant=B/16,res=224,channels=3,batch=${BATCH},classes=1000" \
+    --config.dtype=bfloat16 \
+    --timm_compile on --rounds "$ROUNDS" --seconds 3 \
+    --out "$OUT"

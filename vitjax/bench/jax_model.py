@@ -1,0 +1,126 @@
+"""The vitjax side: the train step exactly as the trainer compiles it, and inference, on a fixed batch.
+
+The train step comes from `trainer.compile_train_step` (same optimiser, shardings, donated state), so
+the benchmark measures what `vitjax train` runs. The batch is random and stays on the device: input
+throughput is measured separately (pipeline.py).
+"""
+import dataclasses
+import time
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from vitjax import data, models
+from vitjax.bench.timing import Workload
+from vitjax.train import trainer
+
+
+@dataclasses.dataclass
+class JaxModel:
+    plan: trainer.Plan
+    train: Workload
+    infer: Workload | None
+    info: dict  # parameters, FLOPs, compile times, memory
+    host_batch: dict  # the numpy batch both frameworks train on
+
+
+def random_batch(batch_size: int, image_shape, num_classes: int, seed: int = 0) -> dict:
+    """Images uniform in [-1, 1] (the range the configs' preprocessing gives) and one-hot labels."""
+    rng = np.random.default_rng(seed)
+    images = rng.uniform(-1.0, 1.0, (batch_size, *image_shape)).astype(np.float32)
+    labels = np.eye(num_classes, dtype=np.float32)[rng.integers(0, num_classes, batch_size)]
+    return {"image": images, "labels": labels}
+
+
+def model_flops_per_image(model, image_shape, num_classes: int) -> float | None:
+    """Forward FLOPs (2 per multiply-add) of a plain ViT's matrix products; None for other models.
+
+    The usual count behind MFU: patch embedding, QKV, attention scores and mixing, output projection,
+    MLP and head. Norms, softmax, GELU and the optimiser are not counted (XLA's count includes them).
+    """
+    if not isinstance(model, models.ViT) or model.resnet is not None or model.pool not in ("tok", "gap"):
+        return None
+    size, patch = model.dims()
+    height, width, channels = image_shape
+    patches = (height // patch) * (width // patch)
+    tokens = patches + (1 if model.pool == "tok" else 0)
+    d, m = size.width, size.mlp_dim
+    per_block = 2 * tokens * (3 * d * d + d * d + 2 * d * m) + 2 * 2 * tokens * tokens * d
+    flops = 2 * patches * patch * patch * channels * d + size.depth * per_block
+    head_in = d
+    if model.representation_size is not None:
+        flops += 2 * d * model.representation_size
+        head_in = model.representation_size
+    return float(flops + 2 * head_in * num_classes)
+
+
+def _flops(compiled) -> float | None:
+    cost = compiled.cost_analysis()
+    if isinstance(cost, (list, tuple)):
+        cost = cost[0] if cost else {}
+    flops = (cost or {}).get("flops")
+    return float(flops) * jax.device_count() if flops else None
+
+
+def _memory(compiled) -> dict:
+    """XLA's buffer sizes for one call (per device), in bytes."""
+    try:
+        stats = compiled.memory_analysis()
+    except Exception:  # some backends do not implement it
+        return {}
+    if stats is None:
+        return {}
+    return {name: int(getattr(stats, name)) for name in (
+        "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes", "temp_size_in_bytes",
+        "generated_code_size_in_bytes", "peak_memory_in_bytes") if hasattr(stats, name)}
+
+
+def build(config, *, inference: bool = True, seed: int = 0) -> JaxModel:
+    """Compiles the train step (and the forward pass) for `config`; nothing runs yet."""
+    p = trainer.plan(config)
+    spec = trainer.state_spec(config, p)
+    init_key, dropout_key = jax.random.split(jax.random.key(config.seed))
+    state = trainer.init_state(spec, init_key)
+
+    start = time.perf_counter()
+    step, batch_sharding = trainer.compile_train_step(config, p, spec, dropout_key)
+    compile_train = time.perf_counter() - start
+
+    host = random_batch(config.batch_size, p.info.image_shape, p.info.num_classes, seed)
+    batch = data.to_global(host, batch_sharding)
+    holder = {"state": state}
+
+    def train_call():
+        holder["state"], metrics = step(holder["state"], batch, dropout_key)
+        return jax.block_until_ready((holder["state"], metrics))
+
+    per_image = model_flops_per_image(p.model, p.info.image_shape, p.info.num_classes)
+    xla_train = _flops(step)
+    info = {
+        "params": spec.num_params,
+        "image_shape": list(p.info.image_shape),
+        "num_classes": p.info.num_classes,
+        "batch_size": config.batch_size,
+        "compile_seconds": {"train": compile_train},
+        "xla_flops_per_step": {"train": xla_train},
+        "model_flops_per_image": {"forward": per_image, "train": 3 * per_image if per_image else None},
+        "memory": {"train": _memory(step)},
+    }
+    train = Workload("vitjax train", train_call, images=config.batch_size, flops=xla_train)
+
+    infer = None
+    if inference:
+        forward = jax.jit(lambda params, images: p.model.apply({"params": params}, images, train=False),
+                          in_shardings=(spec.shardings.params, batch_sharding))
+        start = time.perf_counter()
+        with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
+            forward = forward.lower(spec.abstract.params, batch["image"]).compile()
+        info["compile_seconds"]["infer"] = time.perf_counter() - start
+        info["xla_flops_per_step"]["infer"] = _flops(forward)
+        info["memory"]["infer"] = _memory(forward)
+        images = batch["image"]
+        infer = Workload("vitjax infer", lambda: forward(holder["state"].params, images).block_until_ready(),
+                         images=config.batch_size, flops=info["xla_flops_per_step"]["infer"])
+    return JaxModel(p, train, infer, info, host)

@@ -1,0 +1,276 @@
+"""`vitjax bench`: train-step, inference and input throughput of a config, beside timm and a matmul peak.
+
+    vitjax bench --config configs/fashion_mnist/vit.py [--config.batch_size=256 ...] [--out bench.json]
+    vitjax bench --config configs/bench/vit.py:variant=Ti/4,res=28,channels=1,batch=128
+    vitjax bench --width 192 --depth 12 --heads 3 --patch 4 --batch 128      # flags for common overrides
+    vitjax bench --config configs/bench/vit.py:variant=B/16,res=224,batch=8 --config.model.scan=True --compile_only
+
+Prints a table and writes the same figures as JSON (--out). Heavy modules (jax, torch, the data
+pipeline) are imported when the command runs, so adding its arguments to the CLI parser costs nothing.
+"""
+import ast
+import os
+import platform
+import sys
+import time
+
+DEFAULT_CONFIG = "configs/fashion_mnist/vit.py"
+
+# Convenience flags and the config keys they set.
+MODEL_FLAGS = {"width": "model.width", "depth": "model.depth", "heads": "model.num_heads",
+               "mlp_dim": "model.mlp_dim", "patch": "model.patch_size", "batch": "batch_size", "dtype": "dtype"}
+
+
+def normalize_argv(argv: list[str]) -> list[str]:
+    """`--config.key=value` (absl style, as for `vitjax train`) -> `--set key=value` for argparse."""
+    out = []
+    for arg in argv:
+        if arg.startswith("--config.") and "=" in arg:
+            out += ["--set", arg[len("--config."):]]
+        else:
+            out.append(arg)
+    return out
+
+
+def main_args(parser) -> None:
+    """Adds `vitjax bench`'s arguments to an argparse (sub)parser."""
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help="config file, configs/<file>.py[:arg]")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config value (also written --config.KEY=VALUE); repeatable")
+    for flag, key in MODEL_FLAGS.items():
+        parser.add_argument(f"--{flag}", default=None, type=str if flag == "dtype" else int,
+                            help=f"sets {key}")
+    parser.add_argument("--image", type=int, default=None,
+                        help="square image size: switches the data to synthetic images of this size")
+    parser.add_argument("--channels", type=int, default=None, help="channels of the synthetic images")
+    parser.add_argument("--rounds", type=int, default=7, help="alternating measurement rounds")
+    parser.add_argument("--seconds", type=float, default=2.0,
+                        help="target duration of each workload within a round")
+    parser.add_argument("--no_timm", action="store_true", help="skip the timm (PyTorch) comparison")
+    parser.add_argument("--timm_compile", choices=["auto", "on", "off"], default="auto",
+                        help="also time timm under torch.compile ('auto': on GPUs only)")
+    parser.add_argument("--torch_threads", type=int, default=2, help="torch.set_num_threads on CPU")
+    parser.add_argument("--omp_wait_policy", choices=["passive", "active", "default"], default="passive",
+                        help="OMP_WAIT_POLICY for torch's OpenMP threads unless already set ('passive': idle "
+                             "threads sleep, which loaded machines need; 'default': leave it to libgomp)")
+    parser.add_argument("--no_infer", action="store_true", help="skip inference")
+    parser.add_argument("--no_pipeline", action="store_true", help="skip the input-pipeline measurement")
+    parser.add_argument("--peak_size", type=int, default=None,
+                        help="matmul size for the peak (default 2048 fp32 on CPU, 8192 bf16 elsewhere)")
+    parser.add_argument("--compile_only", action="store_true",
+                        help="compile the train step and report compile time and memory; run nothing")
+    parser.add_argument("--out", default="bench.json", help="where the JSON summary goes")
+
+
+def parse_value(text: str):
+    """'192' -> 192, 'True' -> True, '(224, 224, 3)' -> tuple, anything else stays a string."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false", "none"):
+        return {"true": True, "false": False, "none": None}[lowered]
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def build_config(args):
+    """The config file, then --image/--channels, the model flags and --set overrides, in that order."""
+    from vitjax.train import config_files
+
+    config = config_files.load_config(args.config)
+    overrides = {}
+    if args.image is not None or args.channels is not None:
+        shape = config.data.synthetic.image_shape
+        size = args.image or shape[0]
+        overrides.update({"data.name": "synthetic",
+                          "data.synthetic.image_shape": (size, size, args.channels or shape[2]),
+                          "data.pp_train": "value_range(-1, 1)", "data.pp_eval": "value_range(-1, 1)"})
+    overrides.update({key: getattr(args, flag) for flag, key in MODEL_FLAGS.items()
+                      if getattr(args, flag) is not None})
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--set {item!r}: write KEY=VALUE, e.g. --set model.scan=True")
+        overrides[key.strip()] = parse_value(value)
+    rest = _add_model_fields(config, overrides)
+    config_files.apply_overrides(config, rest)
+    return config, overrides
+
+
+def _add_model_fields(config, overrides: dict) -> dict:
+    """Sets `model.<field>` overrides the config file did not list (config.model holds only the
+    keyword arguments it sets), if <field> is an argument of the model class; returns the others.
+
+    `--config.model.scan=True` then works on any ViT config, while a misspelt field still fails.
+    """
+    import dataclasses
+
+    from vitjax import models
+
+    family = models.FAMILIES.get(config.model_name)
+    fields = {f.name for f in dataclasses.fields(family)} - {"parent", "name", "num_classes"} if family else set()
+    rest = {}
+    for key, value in overrides.items():
+        field = key[len("model."):] if key.startswith("model.") else None
+        if field and field not in config.model and field in fields:
+            with config.model.unlocked():
+                config.model[field] = value
+        else:
+            rest[key] = value
+    return rest
+
+
+def _describe(model, image_shape, dtype) -> str:
+    from vitjax import models
+
+    if not isinstance(model, models.ViT):
+        return f"{type(model).__name__}, {'x'.join(map(str, image_shape))}, {dtype}"
+    size, patch = model.dims()
+    return (f"ViT width {size.width} depth {size.depth} heads {size.num_heads} mlp {size.mlp_dim} patch {patch}, "
+            f"{'x'.join(map(str, image_shape))}, {dtype}, scan={model.scan}, remat={model.remat_policy}")
+
+
+def _machine(jax) -> dict:
+    device = jax.devices()[0]
+    return {"backend": jax.default_backend(), "device_kind": device.device_kind, "devices": jax.device_count(),
+            "cpu_count": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+            "jax": jax.__version__, "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def bench(args) -> dict:
+    """Runs the benchmark described by parsed `args`; returns the summary (also written to args.out)."""
+    if not args.no_timm:
+        if args.omp_wait_policy != "default" and "torch" not in sys.modules:
+            # GNU OpenMP threads spin while they wait for each other. When other processes hold the cores,
+            # every parallel region then waits for a descheduled thread: on a loaded 2-core machine a
+            # 2-thread timm step ran 3x (tiny models 80x) slower than with passive waiting. Must be set
+            # before torch loads libgomp.
+            os.environ.setdefault("OMP_WAIT_POLICY", args.omp_wait_policy.upper())
+        # torch's triton (loaded by timm) segfaults when its LLVM loads after TensorFlow's, which the data
+        # pipeline imports; loaded first, both work (as in the tests' conftest.py).
+        try:
+            import timm  # noqa: F401
+        except ImportError as error:
+            raise ValueError(f"the timm comparison needs torch and timm ({error}); install them or pass --no_timm")
+    import jax
+
+    from vitjax.bench import jax_model, peak, pipeline, report, timing
+
+    config, overrides = build_config(args)
+    summary = {"config": args.config, "overrides": {k: list(v) if isinstance(v, tuple) else v
+                                                     for k, v in overrides.items()},
+               "overrides_argv": [f"--config.{k}={v}" for k, v in overrides.items()],
+               "settings": {"rounds": args.rounds, "seconds": args.seconds},
+               "machine": {**_machine(jax), "load_average_start": timing.load_average()}}
+    started = time.time()
+
+    _log("compiling the vitjax train step ...")
+    jm = jax_model.build(config, inference=not args.no_infer and not args.compile_only)
+    summary["model"] = {"description": _describe(jm.plan.model, jm.info["image_shape"], config.dtype),
+                        "params": jm.info["params"], "batch_size": config.batch_size}
+    summary["jax"] = jm.info
+    _log(f"compiled in {jm.info['compile_seconds']['train']:.1f}s")
+    if args.compile_only:
+        summary["process_memory"] = timing.memory_of_process()
+        summary["machine"]["load_average_end"] = timing.load_average()
+        summary["wall_seconds"] = time.time() - started
+        report.write_json(summary, args.out)
+        print(report.table({**summary, "workloads": {}}))
+        return summary
+    summary["process_memory_after_jax_setup"] = timing.memory_of_process()
+
+    backend = jax.default_backend()
+    size, dtype = peak.default_size_and_dtype(backend)
+    size = args.peak_size or size
+    matmul = peak.matmul_workload(size, dtype)
+    workloads = [matmul, jm.train] + ([jm.infer] if jm.infer else [])
+
+    timm_train = timm_infer = timm_compiled = None
+    torch_matmul = None
+    if not args.no_timm:
+        from vitjax.bench import timm_model
+
+        device = "cuda" if backend == "gpu" else "cpu"
+        shape, classes = jm.info["image_shape"], jm.info["num_classes"]
+        _log("building the timm model ...")
+        timm_train, timm_infer, summary["timm"] = timm_model.build(
+            config, jm.plan.model, shape, classes, jm.host_batch, device=device, threads=args.torch_threads,
+            inference=jm.infer is not None)
+        workloads += [w for w in (timm_train, timm_infer) if w]
+        if args.timm_compile == "on" or (args.timm_compile == "auto" and backend == "gpu"):
+            _log("torch.compile of the timm model ...")
+            timm_compiled, timm_compiled_infer, summary["timm_compiled"] = timm_model.build(
+                config, jm.plan.model, shape, classes, jm.host_batch, device=device, threads=args.torch_threads,
+                compile=True, inference=jm.infer is not None)
+            workloads += [w for w in (timm_compiled, timm_compiled_infer) if w]
+        if backend in ("cpu", "gpu"):
+            torch_matmul = peak.torch_matmul_workload(size, dtype, device)
+            workloads.append(torch_matmul)
+        summary["process_memory_after_timm_setup"] = timing.memory_of_process()
+
+    pipe = None
+    if not args.no_pipeline:
+        _log("starting the input pipeline ...")
+        pipe = pipeline.build(config, jm.plan.mesh)
+        workloads.append(pipe)
+
+    for w in workloads:
+        seconds = timing.calibrate(w, args.seconds)
+        _log(f"{w.name}: {seconds * 1e3:.1f} ms per call, {w.calls_per_round} per round")
+    timing.alternate(workloads, args.rounds,
+                     on_round=lambda i: _log(f"round {i + 1}/{args.rounds} done; load {timing.load_average()}"))
+
+    datasheet = peak.datasheet_peak(summary["machine"]["device_kind"])
+    per_image = jm.info["model_flops_per_image"]
+    summary["peak"] = {
+        "matmul": f"{size}x{size} {dtype}",
+        "jax_matmul_flops_per_second": timing.median(matmul.per_second("flops")),
+        "torch_matmul_flops_per_second": timing.median(torch_matmul.per_second("flops")) if torch_matmul else None,
+        "datasheet_bf16_flops_per_second": datasheet,
+    }
+    summary["workloads"] = {}
+    for w in workloads:
+        flops_per_image = per_image["train"] if "train" in w.name else per_image["forward"]
+        if w.name.startswith(("timm", "vitjax")):
+            # timm runs the same architecture: XLA's count of the vitjax program is its FLOP count too.
+            if w.name.startswith("timm") and w.flops is None:
+                counted = jm.train if "train" in w.name else jm.infer
+                w.flops = counted.flops * w.images / counted.images if counted and counted.flops else None
+            summary["workloads"][w.name] = report.workload_summary(w, matmul, flops_per_image, datasheet)
+        else:
+            summary["workloads"][w.name] = report.workload_summary(w, None, None, None)
+    summary["ratios"] = {
+        "train vitjax/timm": report.ratio(jm.train, timm_train),
+        "infer vitjax/timm": report.ratio(jm.infer, timm_infer),
+        "train vitjax/timm compiled": report.ratio(jm.train, timm_compiled),
+        "pipeline/train (input images per second over those the step consumes)": report.ratio(pipe, jm.train),
+    }
+    if torch_matmul is not None:
+        summary["ratios"]["matmul jax/torch"] = timing.paired_ratio(matmul.per_second("flops"),
+                                                                    torch_matmul.per_second("flops"))
+    summary["process_memory"] = timing.memory_of_process()
+    if backend == "gpu":
+        stats = jax.devices()[0].memory_stats() or {}
+        summary["device_memory"] = {"jax_peak_bytes_in_use": stats.get("peak_bytes_in_use")}
+        if timm_train is not None:
+            import torch
+
+            summary["device_memory"]["torch_max_memory_allocated"] = torch.cuda.max_memory_allocated()
+    summary["machine"]["load_average_end"] = timing.load_average()
+    summary["wall_seconds"] = time.time() - started
+    report.write_json(summary, args.out)
+    print(report.table(summary))
+    print(f"wrote {args.out}")
+    return summary
+
+
+def run(args) -> None:
+    try:
+        bench(args)
+    except (ValueError, FileNotFoundError, KeyError) as error:
+        sys.exit(f"vitjax bench: error: {error}")
