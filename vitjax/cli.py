@@ -12,6 +12,8 @@
 import argparse
 import sys
 
+from vitjax import allocator
+
 PREEMPTED_EXIT_CODE = 75  # keep in sync with vitjax.train.trainer.PREEMPTED_EXIT_CODE
 
 
@@ -76,7 +78,9 @@ def _data(args):
 
 
 def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
+    if argv is None:  # the command line, not a caller in this process: choose the allocator first
+        allocator.reexec_under_tcmalloc()
+        argv = sys.argv[1:]
     parser = argparse.ArgumentParser(prog="vitjax", description="Vision Transformers and BiT in JAX/Flax.")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("train", help="train a model from a config file (flags: --config, --workdir, --force)",

@@ -26,7 +26,7 @@ def get_config(arg=None):
     c.data.pp_eval = "value_range(-1, 1)"
 
     c.batch_size = 128
-    c.total_epochs = 4.0
+    c.total_epochs = 6.0
     c.warmup_steps = 200
     c.lr = 2e-3
     c.weight_decay = 1e-4
@@ -34,6 +34,6 @@ def get_config(arg=None):
     c.checkpoint_every_steps = 1000
     if args.get("preset") == "long":
         c.data.pp_train = "random_crop(28, pad=2)|flip_lr|value_range(-1, 1)"
-        c.total_epochs = 40.0
-        c.eval_every_steps = 5000
+        c.total_epochs = 20.0
+        c.eval_every_steps = 1000
     return c

@@ -1,17 +1,18 @@
 r"""A small ViT on Fashion-MNIST, patch 4: the project's default run.
 
     vitjax train --config configs/fashion_mnist/vit.py --workdir runs/fashion_mnist_vit
-Target: test accuracy >= 0.88 in <= 10 minutes on 2 CPU cores. Measured (2026-11-29): 0.8720 after
-the 4 epochs (0.8027 / 0.8463 / 0.8637 after epochs 1-3), 39 min wall on 2 cores shared with other
-jobs (load average 8-13), so neither half of the target is confirmed yet.
+Target: test accuracy >= 0.88 in <= 10 minutes on 2 CPU cores. Measured (2026-11-29, 2 cores, machine
+otherwise idle, under tcmalloc as `vitjax` runs itself): test accuracy 0.8819 after 6 epochs (2,813
+steps of 128), 8m50s of training, 8m56s for the whole command (`/usr/bin/time`), ~720 img/s. The
+same model for 4 epochs reached 0.8763 (10m09s under glibc malloc, before vitjax/allocator.py).
 
     vitjax train --config configs/fashion_mnist/vit.py:long --workdir runs/fashion_mnist_vit_long
-Expected: test accuracy >= 0.91 (not yet measured: several hours on 2 CPU cores).
+Expected: test accuracy >= 0.91 (the measurement is in experiments/README.md once made).
 
 28x28 grey images, 7x7 = 49 patches of 4x4 pixels plus a CLS token; Adam with a short warmup and
 cosine decay. No augmentation in the short run: over a few epochs it slows learning more than it
 regularises (random 2-pixel crops and flips gave 71.7% after one epoch against 79.8% without, at
-0.85 epochs); the long preset adds it back.
+0.85 epochs); the long preset trains the same model 20 epochs with crops and flips.
 """
 from vitjax.train.config import base, parse_arg
 
@@ -33,7 +34,7 @@ def get_config(arg=None):
     c.data.pp_eval = "value_range(-1, 1)"
 
     c.batch_size = 128
-    c.total_epochs = 4.0
+    c.total_epochs = 6.0
     c.warmup_steps = 200
     c.lr = 2e-3
     c.weight_decay = 1e-4
@@ -41,10 +42,7 @@ def get_config(arg=None):
     c.checkpoint_every_steps = 1000
 
     if args.get("preset") == "long":
-        c.model.width = 128
-        c.model.mlp_dim = 256
-        c.model.num_heads = 4
         c.data.pp_train = "random_crop(28, pad=2)|flip_lr|value_range(-1, 1)"
-        c.total_epochs = 40.0
-        c.eval_every_steps = 5000
+        c.total_epochs = 20.0
+        c.eval_every_steps = 1000
     return c
