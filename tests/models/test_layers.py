@@ -1,0 +1,75 @@
+"""The hand-written backward passes (GELU, Dense, LayerNorm) give flax's/JAX's values and gradients,
+and the CPU attention layout (heads-major, fused QKV) gives the same outputs and gradients as jax.nn's."""
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from vitjax.models import attention
+from vitjax.models.activations import gelu_exact
+from vitjax.models.layers import Dense, LayerNorm
+
+
+def _close(a, b, tol=1e-5):
+    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
+        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=tol, atol=tol)
+
+
+def test_gelu_exact_values_and_gradient_match_jax():
+    x = jnp.linspace(-6.0, 6.0, 301)
+    _close(gelu_exact(x), jax.nn.gelu(x, approximate=False))
+    grad = jax.grad(lambda v: jnp.sum(jnp.sin(gelu_exact(v))))(x)
+    reference = jax.grad(lambda v: jnp.sum(jnp.sin(jax.nn.gelu(v, approximate=False))))(x)
+    _close(grad, reference)
+    # Against the tanh approximation it must differ: the test can tell the two apart.
+    assert np.max(np.abs(gelu_exact(x) - jax.nn.gelu(x, approximate=True))) > 1e-4
+
+
+@pytest.mark.parametrize("features_in, features_out", [(24, 8), (8, 24)])  # both weight-gradient layouts
+def test_dense_matches_flax_dense_with_gradients(features_in, features_out):
+    x = jax.random.normal(jax.random.key(0), (3, 5, features_in))
+    ours, theirs = Dense(features_out), nn.Dense(features_out)
+    params = theirs.init(jax.random.key(1), x)
+    params = jax.tree.map(lambda p: p + 0.1 * jax.random.normal(jax.random.key(2), p.shape), params)
+
+    def loss(module, params, x):
+        return jnp.sum(jnp.tanh(module.apply(params, x)) ** 2)
+
+    _close(ours.apply(params, x), theirs.apply(params, x))
+    _close(jax.grad(loss, argnums=(1, 2))(ours, params, x), jax.grad(loss, argnums=(1, 2))(theirs, params, x))
+
+
+def test_layernorm_matches_flax_layernorm_with_gradients():
+    x = 3.0 + 2.0 * jax.random.normal(jax.random.key(0), (4, 7, 16))
+    ours, theirs = LayerNorm(epsilon=1e-6), nn.LayerNorm(epsilon=1e-6)
+    params = theirs.init(jax.random.key(1), x)
+    params = jax.tree.map(lambda p: p + 0.3 * jax.random.normal(jax.random.key(2), p.shape), params)
+    assert jax.tree.structure(ours.init(jax.random.key(1), x)) == jax.tree.structure(params)
+
+    def loss(module, params, x):
+        return jnp.sum(jnp.cos(module.apply(params, x)) * jnp.arange(16.0))
+
+    _close(ours.apply(params, x), theirs.apply(params, x))
+    _close(jax.grad(loss, argnums=(1, 2))(ours, params, x), jax.grad(loss, argnums=(1, 2))(theirs, params, x),
+           tol=1e-4)
+
+
+@pytest.mark.parametrize("cross", [False, True])
+def test_heads_major_fused_attention_equals_the_jax_nn_layout(cross):
+    """On CPU MultiHeadAttention takes the heads-major einsum path with fused projections; forcing
+    implementation='xla' takes jax.nn's [batch, length, heads, head_dim] path with the same weights."""
+    assert jax.default_backend() == "cpu"
+    q = jax.random.normal(jax.random.key(0), (2, 9, 32))
+    kv = jax.random.normal(jax.random.key(1), (2, 5, 32)) if cross else q
+    fast = attention.MultiHeadAttention(num_heads=4)
+    plain = attention.MultiHeadAttention(num_heads=4, implementation="xla")
+    params = fast.init(jax.random.key(2), q, kv)
+    params = jax.tree.map(lambda p: p + 0.1 * jax.random.normal(jax.random.key(3), p.shape), params)
+
+    def loss(module, params, q, kv):
+        return jnp.sum(jnp.sin(module.apply(params, q, kv)))
+
+    _close(fast.apply(params, q, kv), plain.apply(params, q, kv))
+    _close(jax.grad(loss, argnums=(1, 2, 3))(fast, params, q, kv),
+           jax.grad(loss, argnums=(1, 2, 3))(plain, params, q, kv), tol=1e-4)
