@@ -66,6 +66,16 @@ def test_interrupted_run_resumes_from_its_last_checkpoint(trained, tmp_path, cap
     assert resumed["test_accuracy"] == pytest.approx(results["test_accuracy"], abs=1e-6)
 
 
+def test_checkpoint_params_read_through_a_relative_workdir_path(trained, monkeypatch):
+    """As a sweep passes them (`--workdir runs/x`): orbax itself refuses relative paths."""
+    from vitjax.train.init_from import read_checkpoint_params
+
+    workdir, _ = trained
+    monkeypatch.chdir(os.path.dirname(workdir))
+    params = read_checkpoint_params(os.path.basename(workdir))
+    assert "head" in params and params["head"]["kernel"].shape[-1] == 4
+
+
 def test_resume_with_a_different_config_is_refused(trained):
     workdir, _ = trained
     os.rename(os.path.join(workdir, wd.RESULTS), os.path.join(workdir, "results.bak"))

@@ -25,7 +25,7 @@ def _newest_step_dir(path: str) -> str:
 
 def read_checkpoint_params(path: str) -> dict:
     """The `params` subtree of a vitjax checkpoint, as host numpy arrays (any mesh it was saved on)."""
-    step_dir = _newest_step_dir(path)
+    step_dir = _newest_step_dir(os.path.abspath(path))  # orbax refuses relative paths
     state = ocp.StandardCheckpointer().restore(os.path.join(step_dir, "state"))
     return state["params"]
 
