@@ -1,7 +1,7 @@
 r"""Data scaling at laptop scale: ViT vs a BiT ResNet as the pre-training set grows (ViT paper, Figs. 3-4).
 
     vitjax sweep experiments/data_scaling.py --workdir runs/data_scaling
-    vitjax plot runs/data_scaling --out experiments/figures/data_scaling
+    vitjax plot runs/data_scaling --out experiments/results/data_scaling
 
 12 runs: {ViT, BiT} x {1k, 2k, 5k, 10k, 20k, 60k} Fashion-MNIST training examples (nested subsets,
 `data.train_size`), every run with the same hyper-parameters and the same budget in steps (default

@@ -3,7 +3,7 @@ r"""Data scaling at the paper's scale (GPU/TPU): ViT-B/16 vs BiT-R50x1 on nested
     vitjax sweep experiments/data_scaling_imagenet.py --workdir DIR                       # a TPU slice / 1 host
     vitjax sweep experiments/data_scaling_imagenet.py --workdir DIR --parallel 8 --pin_gpus  # 8 GPUs, a run each
     vitjax sweep experiments/data_scaling_imagenet.py:steps=20000 --workdir DIR            # a first, shorter look
-    vitjax plot DIR --out experiments/figures/data_scaling_imagenet
+    vitjax plot DIR --out experiments/results/data_scaling_imagenet
 
 The paper's question (Figs. 3-4): does the ViT's gap to a ResNet close, then reverse, as the pre-training
 set grows? 8 runs: {ViT-B/16, BiT-R50x1} x {1.3M, 3M, 6M, 13M} ImageNet-21k examples (nested subsets,

@@ -1,7 +1,7 @@
 r"""Patch size at laptop scale: ViT accuracy and throughput with patches of 2, 4, 7 and 14 pixels.
 
     vitjax sweep experiments/patch_size.py --workdir runs/patch_size
-    vitjax plot runs/patch_size --out experiments/figures/patch_size
+    vitjax plot runs/patch_size --out experiments/results/patch_size
 
 4 runs of the default Fashion-MNIST ViT (width 64, depth 6; configs/fashion_mnist/vit.py) on the full
 60k training set, differing only in `model.patch_size`: 14x14, 7x7, 4x4 and 2x2 tokens (+ CLS) on

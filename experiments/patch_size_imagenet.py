@@ -1,7 +1,7 @@
 r"""Patch size at the paper's scale (GPU/TPU): ViT-B with patches of 32, 16 and 8 pixels at 224 px.
 
     vitjax sweep experiments/patch_size_imagenet.py --workdir DIR [--parallel 3 --pin_gpus]
-    vitjax plot DIR --out experiments/figures/patch_size_imagenet
+    vitjax plot DIR --out experiments/results/patch_size_imagenet
 
 configs/imagenet/vit_b16.py with `model.variant` set to B/32, B/16 and B/8: 49, 196 and 784 tokens,
 on the config's full ImageNet-21k training set, one step budget for all (`:steps=N`, default 90,000
