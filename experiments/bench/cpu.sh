@@ -2,7 +2,7 @@
 # The CPU benchmarks of issue 6, each vitjax vs timm side by side in one process (alternating rounds),
 # plus the ViT-B/16 compile time. Run on an otherwise idle machine; about 15 minutes on 2 cores.
 #
-#   experiments/bench/cpu.sh
+#   experiments/bench/cpu.sh [--rounds 7 --seconds 2 ...]     # extra arguments go to every `vitjax bench`
 #
 # Writes experiments/results/bench/cpu_*.json and prints each table. `vitjax` runs under tcmalloc
 # where the system has it (vitjax/allocator.py), and timm then does too: both are in the one process.
@@ -12,10 +12,10 @@ VITJAX=${VITJAX:-.venv/bin/vitjax}
 OUT=experiments/results/bench
 
 # ViT-Ti (width 192, depth 12, 3 heads) at 28x28 with patch 4, batch 128; and at 224x224, patch 16, batch 16.
-"$VITJAX" bench --config configs/bench/vit.py:variant=Ti/4,res=28,channels=1,batch=128 --out $OUT/cpu_ti4_28_b128.json
-"$VITJAX" bench --config configs/bench/vit.py:variant=Ti/16,res=224,batch=16 --out $OUT/cpu_ti16_224_b16.json
+"$VITJAX" bench --config configs/bench/vit.py:variant=Ti/4,res=28,channels=1,batch=128 --out $OUT/cpu_ti4_28_b128.json "$@"
+"$VITJAX" bench --config configs/bench/vit.py:variant=Ti/16,res=224,batch=16 --out $OUT/cpu_ti16_224_b16.json "$@"
 # The default Fashion-MNIST config as `vitjax train` runs it (its real input pipeline included).
-"$VITJAX" bench --config configs/fashion_mnist/vit.py --out $OUT/cpu_fashion_mnist_vit.json
+"$VITJAX" bench --config configs/fashion_mnist/vit.py --out $OUT/cpu_fashion_mnist_vit.json "$@"
 # Compile time of a ViT-B/16 train step (scanned blocks: one block compiled, not twelve).
 "$VITJAX" bench --config configs/bench/vit.py:variant=B/16,res=224,batch=16 --config.model.scan=True \
     --compile_only --out $OUT/cpu_b16_224_compile_scan.json
