@@ -8,10 +8,10 @@ r"""Data scaling at laptop scale: ViT vs a BiT ResNet as the pre-training set gr
 700 steps of 128 = 89,600 examples seen: 90 epochs of the 1k subset, 1.5 of the full 60k), then the
 few-shot linear probe (1, 5, 10, 25 examples per class, 3 draws, scored on 2,000 test images).
 
-Expected wall time on 2 CPU cores when the machine is quiet: about 55 minutes, at most about 85 if
-the ViT trains at only 300 img/s (how this was estimated: experiments/README.md). `:steps=N` changes
-the budget of every run alike; wall time is about 3.8 s per step (5.8 s at the slow end) plus about
-10-15 minutes of start-up, compilation and evaluation.
+Measured on 2 quiet CPU cores (2026-11-29): 42 minutes for the 12 runs (ViT 650-740 img/s, BiT
+450-530 img/s); results in experiments/README.md. `:steps=N` changes the budget of every run alike;
+wall time is about 3.1 s per step (the 12 runs together) plus about 6 minutes of start-up,
+compilation and few-shot probes.
 
 The models (configs/fashion_mnist/{vit,bit}.py: the same Adam, lr 2e-3, batch 128, warmup then cosine
 decay; no augmentation in either):
