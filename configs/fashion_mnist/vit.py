@@ -1,13 +1,13 @@
 r"""A small ViT on Fashion-MNIST, patch 4: the project's default run.
 
     vitjax train --config configs/fashion_mnist/vit.py --workdir runs/fashion_mnist_vit
-Target: test accuracy >= 0.88 in <= 10 minutes on 2 CPU cores. Measured (2026-11-29, 2 cores, machine
+Expected: test accuracy >= 0.88 in <= 10 minutes on 2 CPU cores. Measured (2026-11-29, 2 cores, machine
 otherwise idle, under tcmalloc as `vitjax` runs itself): test accuracy 0.8819 after 6 epochs (2,813
 steps of 128), 8m50s of training, 8m56s for the whole command (`/usr/bin/time`), ~720 img/s. The
 same model for 4 epochs reached 0.8763 (10m09s under glibc malloc, before vitjax/allocator.py).
 
     vitjax train --config configs/fashion_mnist/vit.py:long --workdir runs/fashion_mnist_vit_long
-Target: test accuracy >= 0.91, NOT reached yet. Measured (2026-11-29, 2 cores, shared with other runs
+Expected: test accuracy >= 0.91, NOT reached yet. Measured (2026-11-29, 2 cores, shared with other runs
 for most of it): 0.8969 after 20 epochs (9,375 steps; 0.7852 / 0.8229 / 0.8434 / 0.8587 / 0.8678 /
 0.8803 / 0.8850 / 0.8955 / 0.8972 at steps 1k-9k), 48m39s. A larger model or longer schedule is
 the next thing to try.

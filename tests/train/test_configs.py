@@ -23,9 +23,7 @@ def _load(path):
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: os.path.relpath(p, ROOT))
 def test_config_documents_its_command_and_has_only_known_keys(path):
     module = _load(path)
-    # The command, and the result it should reach: expected, targeted, or already measured.
-    assert re.search(r"vitjax (train|bench) --config configs/", module.__doc__)
-    assert re.search(r"^(Expected|Target|Measured)\b", module.__doc__, re.MULTILINE), "no expected result"
+    assert re.search(r"vitjax (train|bench) --config configs/", module.__doc__) and "Expected" in module.__doc__
     config = module.get_config()
     assert set(config.keys()) == set(base().keys())
     durations = [config[f"total_{u}"] for u in optimizer.DURATION_UNITS]
