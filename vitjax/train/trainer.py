@@ -110,6 +110,13 @@ def compile_train_step(config, p: Plan, spec: StateSpec, dropout_key):
 
     The state is donated, so its buffers are reused for the new state instead of doubling memory.
     """
+    lowered, batch_sharding = lower_train_step(config, p, spec, dropout_key)
+    with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
+        return lowered.compile(), batch_sharding
+
+
+def lower_train_step(config, p: Plan, spec: StateSpec, dropout_key):
+    """(lowered train step, batch sharding), for callers that compile it with their own options."""
     batch_sharding = parallel.batch_sharding(p.mesh)
     abstract_batch = {
         "image": jax.ShapeDtypeStruct((config.batch_size, *p.info.image_shape), jnp.float32,
@@ -124,7 +131,7 @@ def compile_train_step(config, p: Plan, spec: StateSpec, dropout_key):
         donate_argnums=(0,))
     # The models' activation constraints act only inside both contexts (STACK-NOTES).
     with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
-        return train_step.lower(spec.abstract, abstract_batch, dropout_key).compile(), batch_sharding
+        return train_step.lower(spec.abstract, abstract_batch, dropout_key), batch_sharding
 
 
 def train(config, workdir: str, *, force: bool = False) -> dict:

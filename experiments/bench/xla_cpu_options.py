@@ -1,0 +1,90 @@
+"""XLA:CPU compiler options for one config's train step, measured side by side in one process.
+
+    .venv/bin/python experiments/bench/xla_cpu_options.py \
+        --config configs/bench/vit.py:variant=Ti/4,res=28,channels=1,batch=128 \
+        --out experiments/results/bench/cpu_xla_options_ti4_28_b128.json
+
+Each option set compiles the same train step (same shardings and donation as the trainer) with its
+own `compiler_options`; the compiled steps then run in alternating rounds, each on its own copy of the
+state, and the table gives img/s per set and its ratio to the first set (the process's XLA_FLAGS,
+i.e. vitjax/cpu_flags.py's choice). This is how a new jaxlib's CPU settings should be re-measured
+before vitjax/cpu_flags.py changes. Takes `vitjax bench`'s config arguments; writes JSON (--out).
+"""
+import argparse
+import json
+import sys
+
+import jax
+import numpy as np
+from flax import linen as nn
+
+from vitjax import allocator, data
+from vitjax.bench import jax_model, run, timing
+from vitjax.train import trainer
+
+# jaxlib 0.10's wheels carry oneDNN's fusion path; its `xla_cpu_experimental_onednn_custom_call` rewrite
+# left the HLO unchanged here (no oneDNN calls in it), so it is not listed.
+OPTION_SETS = {
+    "process default": {},
+    "oneDNN fusion (dot)": {"xla_cpu_use_onednn": True, "xla_cpu_experimental_onednn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"},
+}
+
+# How the compiled HLO names work handed to a library (fusion kinds and custom-call targets).
+LIBRARY_MARKERS = {"oneDNN": "onednn", "YNNPACK": "__ynn_fusion", "XNNPACK": "__xnn_fusion"}
+
+
+def main():
+    allocator.reexec_under_tcmalloc()  # as `vitjax` itself runs
+    # The same config arguments as `vitjax bench` (--config, --set, --width, --batch, ...).
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.main_args(parser)
+    args = parser.parse_args(run.normalize_argv(sys.argv[1:]))
+    config, _ = run.build_config(args)
+    p = trainer.plan(config)
+    spec = trainer.state_spec(config, p)
+    init_key, dropout_key = jax.random.split(jax.random.key(config.seed))
+    lowered, batch_sharding = trainer.lower_train_step(config, p, spec, dropout_key)
+    host = jax_model.random_batch(config.batch_size, p.info.image_shape, p.info.num_classes)
+    batch = data.to_global(host, batch_sharding)
+
+    workloads, states, libraries = [], [], {}
+    for name, options in OPTION_SETS.items():
+        with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
+            step = lowered.compile(compiler_options=options or None)
+        holder = {"state": trainer.init_state(spec, init_key)}
+        hlo = step.as_text()
+        libraries[name] = {lib: hlo.count(marker) for lib, marker in LIBRARY_MARKERS.items() if marker in hlo}
+
+        def call(step=step, holder=holder):
+            holder["state"], metrics = step(holder["state"], batch, dropout_key)
+            return jax.block_until_ready(metrics)
+
+        workloads.append(timing.Workload(name, call, images=config.batch_size))
+        timing.calibrate(workloads[-1], args.seconds)
+        states.append(jax.device_get(holder["state"].params))
+    # Each state has now taken the same two steps: the options may change rounding, not the maths.
+    differences = [max(jax.tree.leaves(jax.tree.map(lambda a, b: float(np.max(np.abs(a - b))), states[0], s)))
+                   for s in states]
+    load_start = timing.load_average()
+    timing.alternate(workloads, args.rounds)
+
+    base = workloads[0].per_second()
+    rows = []
+    for workload, options, difference in zip(workloads, OPTION_SETS.values(), differences):
+        rates = workload.per_second()
+        rows.append({"name": workload.name, "compiler_options": options, "img_per_sec": timing.median(rates),
+                     "min": min(rates), "max": max(rates), "ratio_to_default": timing.paired_ratio(rates, base),
+                     "max_param_difference_after_2_steps": difference,
+                     "library_mentions_in_hlo": libraries[workload.name]})
+        print(f"{workload.name:24s} {rows[-1]['img_per_sec']:8.1f} img/s ({min(rates):.1f}..{max(rates):.1f})"
+              f"  x{rows[-1]['ratio_to_default']:.3f}  params differ by {difference:.1e} after 2 steps"
+              f"  HLO mentions {libraries[workload.name]}")
+    result = {"config": args.config, "overrides": args.set, "rounds": args.rounds, "jax": jax.__version__,
+              "load_average": {"start": load_start, "end": timing.load_average()}, "rows": rows}
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
