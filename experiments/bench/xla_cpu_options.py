@@ -26,7 +26,8 @@ from vitjax.train import trainer
 # left the HLO unchanged here (no oneDNN calls in it), so it is not listed.
 OPTION_SETS = {
     "process default": {},
-    "oneDNN fusion (dot)": {"xla_cpu_use_onednn": True, "xla_cpu_experimental_onednn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"},
+    "oneDNN fusion (dot)": {"xla_cpu_use_onednn": True,
+                            "xla_cpu_experimental_onednn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"},
 }
 
 # How the compiled HLO names work handed to a library (fusion kinds and custom-call targets).
