@@ -8,7 +8,8 @@ Each option set compiles the same train step (same shardings and donation as the
 own `compiler_options`; the compiled steps then run in alternating rounds, each on its own copy of the
 state, and the table gives img/s per set and its ratio to the first set (the process's XLA_FLAGS,
 i.e. vitjax/cpu_flags.py's choice). This is how a new jaxlib's CPU settings should be re-measured
-before vitjax/cpu_flags.py changes. Takes `vitjax bench`'s config arguments; writes JSON (--out).
+before vitjax/cpu_flags.py changes. Takes --config and --set (or --config.KEY=VALUE) as `vitjax bench`
+does; writes JSON (--out).
 """
 import argparse
 import json
@@ -36,11 +37,17 @@ LIBRARY_MARKERS = {"oneDNN": "onednn", "YNNPACK": "__ynn_fusion", "XNNPACK": "__
 
 def main():
     allocator.reexec_under_tcmalloc()  # as `vitjax` itself runs
-    # The same config arguments as `vitjax bench` (--config, --set, --width, --batch, ...).
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.main_args(parser)
+    parser.add_argument("--config", default=run.DEFAULT_CONFIG, help="config file, configs/<file>.py[:arg]")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a config value (also written --config.KEY=VALUE); repeatable")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating measurement rounds")
+    parser.add_argument("--seconds", type=float, default=2.0, help="target duration of each step set per round")
+    parser.add_argument("--out", default="xla_cpu_options.json", help="where the JSON goes")
     args = parser.parse_args(run.normalize_argv(sys.argv[1:]))
-    config, _ = run.build_config(args)
+    # `vitjax bench`'s config building, without its convenience flags (all None here).
+    config, _ = run.build_config(argparse.Namespace(
+        **vars(args), image=None, channels=None, **{flag: None for flag in run.MODEL_FLAGS}))
     p = trainer.plan(config)
     spec = trainer.state_spec(config, p)
     init_key, dropout_key = jax.random.split(jax.random.key(config.seed))
