@@ -35,6 +35,18 @@ OPTION_SETS = {
 LIBRARY_MARKERS = {"oneDNN": "onednn", "YNNPACK": "__ynn_fusion", "XNNPACK": "__xnn_fusion"}
 
 
+def option_set(text: str) -> tuple[str, dict]:
+    name, separator, options = text.partition("=")
+    try:
+        parsed = json.loads(options) if separator and name else None
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"{text!r}: the options after '=' are not JSON ({error})") from None
+    if not isinstance(parsed, dict):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not NAME=JSON-object, e.g. 'wide={{\"xla_cpu_prefer_vector_width\": 512}}'")
+    return name, parsed
+
+
 def main():
     allocator.reexec_under_tcmalloc()  # as `vitjax` itself runs
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -44,7 +56,12 @@ def main():
     parser.add_argument("--rounds", type=int, default=5, help="alternating measurement rounds")
     parser.add_argument("--seconds", type=float, default=2.0, help="target duration of each step set per round")
     parser.add_argument("--out", default="xla_cpu_options.json", help="where the JSON goes")
+    parser.add_argument("--option_set", action="append", type=option_set, metavar="NAME=JSON",
+                        help="an option set to measure instead of the built-in ones, e.g. "
+                             "'wide={\"xla_cpu_prefer_vector_width\": 512}'; repeatable; the process "
+                             "default always comes first")
     args = parser.parse_args(run.normalize_argv(sys.argv[1:]))
+    option_sets = dict([("process default", {}), *args.option_set]) if args.option_set else OPTION_SETS
     # `vitjax bench`'s config building, without its convenience flags (all None here).
     config, _ = run.build_config(argparse.Namespace(
         **vars(args), image=None, channels=None, **{flag: None for flag in run.MODEL_FLAGS}))
@@ -56,7 +73,7 @@ def main():
     batch = data.to_global(host, batch_sharding)
 
     workloads, states, libraries = [], [], {}
-    for name, options in OPTION_SETS.items():
+    for name, options in option_sets.items():
         with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
             step = lowered.compile(compiler_options=options or None)
         holder = {"state": trainer.init_state(spec, init_key)}
@@ -78,7 +95,7 @@ def main():
 
     base = workloads[0].per_second()
     rows = []
-    for workload, options, difference in zip(workloads, OPTION_SETS.values(), differences):
+    for workload, options, difference in zip(workloads, option_sets.values(), differences):
         rates = workload.per_second()
         rows.append({"name": workload.name, "compiler_options": options, "img_per_sec": timing.median(rates),
                      "min": min(rates), "max": max(rates), "ratio_to_default": timing.paired_ratio(rates, base),

@@ -4,11 +4,13 @@
     vitjax bench --config configs/bench/vit.py:variant=Ti/4,res=28,channels=1,batch=128
     vitjax bench --width 192 --depth 12 --heads 3 --patch 4 --batch 128      # flags for common overrides
     vitjax bench --config configs/bench/vit.py:variant=B/16,res=224,batch=8 --config.model.scan=True --compile_only
+    vitjax bench --config configs/fashion_mnist/vit.py --profile runs/profile --no_timm   # + per-op table
 
 Prints a table and writes the same figures as JSON (--out). Heavy modules (jax, torch, the data
 pipeline) are imported when the command runs, so adding its arguments to the CLI parser costs nothing.
 """
 import ast
+import dataclasses
 import os
 import platform
 import sys
@@ -59,6 +61,10 @@ def main_args(parser) -> None:
                         help="matmul size for the peak (default 2048 fp32 on CPU, 8192 bf16 elsewhere)")
     parser.add_argument("--compile_only", action="store_true",
                         help="compile the train step and report compile time and memory; run nothing")
+    parser.add_argument("--profile", default=None, metavar="DIR",
+                        help="first trace the vitjax train step with jax.profiler into DIR (TensorBoard/XProf) "
+                             "and print its per-op time table")
+    parser.add_argument("--profile_calls", type=int, default=5, help="train steps traced with --profile")
     parser.add_argument("--out", default="bench.json", help="where the JSON summary goes")
 
 
@@ -142,8 +148,25 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _profile(workload, logdir: str, calls: int) -> dict:
+    from vitjax.bench import profile
+
+    _log(f"tracing {calls} calls of {workload.name} into {logdir} ...")
+    xplane, seconds_per_call = profile.trace(workload.call, calls, logdir)
+    rows = profile.op_table(xplane, calls)
+    print(f"{workload.name}, time per op over {calls} traced calls (on CPU, Eigen matmuls run "
+          f"asynchronously and show only their launch; see vitjax/bench/profile.py):")
+    print(profile.format_table(rows, seconds_per_call))
+    return {"dir": logdir, "xplane": xplane, "calls": calls, "seconds_per_call_traced": seconds_per_call,
+            "ops": [dataclasses.asdict(r) for r in rows]}
+
+
 def bench(args) -> dict:
     """Runs the benchmark described by parsed `args`; returns the summary (also written to args.out)."""
+    if args.profile and args.compile_only:
+        raise ValueError("--profile traces train steps, which --compile_only does not run; drop one of them")
+    if args.profile_calls < 1:
+        raise ValueError(f"--profile_calls {args.profile_calls}: trace at least 1 call")
     if not args.no_timm:
         if args.omp_wait_policy != "default" and "torch" not in sys.modules:
             # GNU OpenMP threads spin while they wait for each other. When other processes hold the cores,
@@ -183,6 +206,8 @@ def bench(args) -> dict:
         print(report.table({**summary, "workloads": {}}))
         return summary
     summary["process_memory_after_jax_setup"] = timing.memory_of_process()
+    if args.profile:
+        summary["profile"] = _profile(jm.train, args.profile, args.profile_calls)
 
     backend = jax.default_backend()
     size, dtype = peak.default_size_and_dtype(backend)

@@ -1,0 +1,43 @@
+"""experiments/bench/xla_cpu_options.py on a tiny model: option sets compiled, run and compared."""
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.bench.test_bench import ROOT, TINY
+
+SCRIPT = os.path.join(ROOT, "experiments", "bench", "xla_cpu_options.py")
+
+
+def test_each_option_set_is_compiled_run_and_checked(tmp_path):
+    out = tmp_path / "options.json"
+    result = subprocess.run(
+        [sys.executable, SCRIPT, "--config", TINY, "--config.batch_size=8", "--rounds", "1", "--seconds", "0.01",
+         "--out", str(out), "--option_set", 'no ynn={"xla_cpu_experimental_ynn_fusion_type": ""}'],
+        capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = {row["name"]: row for row in json.loads(out.read_text())["rows"]}
+
+    assert list(rows) == ["process default", "no ynn"]
+    assert rows["no ynn"]["compiler_options"] == {"xla_cpu_experimental_ynn_fusion_type": ""}
+    # The options reach the compiler: vitjax's default hands reductions to YNNPACK, the set takes them back.
+    assert rows["process default"]["library_mentions_in_hlo"].get("YNNPACK", 0) > 0
+    assert rows["no ynn"]["library_mentions_in_hlo"].get("YNNPACK", 0) == 0
+    for row in rows.values():
+        assert row["img_per_sec"] > 0 and row["max_param_difference_after_2_steps"] < 1e-5
+
+
+def test_an_option_set_must_be_a_name_and_a_json_object():
+    spec = importlib.util.spec_from_file_location("xla_cpu_options", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+
+    assert script.option_set('wide={"xla_cpu_prefer_vector_width": 512}') == (
+        "wide", {"xla_cpu_prefer_vector_width": 512})
+    for bad in ("wide", "wide=512", "wide={512", '={"a": 1}'):
+        with pytest.raises(argparse.ArgumentTypeError, match="JSON"):
+            script.option_set(bad)
