@@ -8,6 +8,9 @@
 # print(jax.__version__)')"), and torch + timm with CUDA (the pinned torch 2.14.1 wheel is a CUDA build).
 # Writes experiments/results/bench/gpu_vit_b16_224_bf16_b${BATCH}.json and prints the table. About 5-8
 # minutes on an H100/H200, most of it compiling (XLA, then torch.compile twice: train and eval mode).
+# Then (PROFILE=0 skips it) traces 5 vitjax train steps into runs/profile_gpu_b16_224_bf16 and writes
+# the per-op table to experiments/results/bench/gpu_profile_vit_b16_224_bf16_b${BATCH}.json (~1 more
+# minute); it runs after the comparison so that its failure cannot cost the comparison's results.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BATCH=${1:-128}
@@ -30,3 +33,12 @@ nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,memory.total --format=csv 
     --config.dtype=bfloat16 \
     --timm_compile on --rounds "$ROUNDS" --seconds 3 \
     --out "$OUT"
+
+if [ "${PROFILE:-1}" != 0 ]; then
+    "$PYTHON" -m vitjax bench \
+        --config "configs/bench/vit.py:variant=B/16,res=224,channels=3,batch=${BATCH},classes=1000" \
+        --config.dtype=bfloat16 \
+        --no_timm --no_infer --no_pipeline --rounds 1 --seconds 1 \
+        --profile runs/profile_gpu_b16_224_bf16 \
+        --out "experiments/results/bench/gpu_profile_vit_b16_224_bf16_b${BATCH}.json"
+fi
