@@ -2,16 +2,17 @@
 
     vitjax bench --config configs/fashion_mnist/vit.py --profile runs/profile --no_timm
 
-The trace directory opens in TensorBoard's profile plugin or XProf (`xprof runs/profile`, if installed)
-for the timeline; the table is read from the same trace here, so it needs neither. It sums, per XLA op
-(fusion, dot, copy...: the names in the compiled HLO, numeric suffix dropped), the time that op's events
-took on the threads that run XLA code, divided by the number of traced calls.
+The trace directory opens in XProf for the timeline (not a dependency: `pip install xprof`, then
+`xprof --logdir=runs/profile`). The table is read from the same trace here, without XProf: it sums, per
+XLA op (fusion, dot, copy...: the names in the compiled HLO, numeric suffix dropped), the time that
+op's events took on the threads that run XLA code, divided by the number of traced calls.
 
 Read the table with one caveat: on CPU, matmuls that XLA hands to Eigen run asynchronously, so their
 events ("dot", "dot_general") only cover the launch, not the product; their cost is the part of the
 step's wall time the table does not account for. Ops run by libraries (YNNPACK and oneDNN fusions) and
 XLA's own fusions run synchronously and are timed in full. Ops on different threads may overlap, so
-the column can add up to more than the wall time.
+the column can add up to more than the wall time. On GPUs the table reads XProf's "XLA Ops" lines;
+that path has not yet run on a GPU here (experiments/bench/gpu.sh will be its first).
 """
 import collections
 import dataclasses
