@@ -16,6 +16,7 @@ import json
 import sys
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
@@ -72,11 +73,12 @@ def main():
     host = jax_model.random_batch(config.batch_size, p.info.image_shape, p.info.num_classes)
     batch = data.to_global(host, batch_sharding)
 
+    initial = trainer.init_state(spec, init_key)
     workloads, states, libraries = [], [], {}
     for name, options in option_sets.items():
         with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
             step = lowered.compile(compiler_options=options or None)
-        holder = {"state": trainer.init_state(spec, init_key)}
+        holder = {"state": jax.tree.map(jnp.copy, initial)}  # each step donates (consumes) its own copy
         hlo = step.as_text()
         libraries[name] = {lib: hlo.count(marker) for lib, marker in LIBRARY_MARKERS.items() if marker in hlo}
 

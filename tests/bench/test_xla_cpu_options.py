@@ -3,7 +3,6 @@ import argparse
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -13,13 +12,22 @@ from tests.bench.test_bench import ROOT, TINY
 SCRIPT = os.path.join(ROOT, "experiments", "bench", "xla_cpu_options.py")
 
 
-def test_each_option_set_is_compiled_run_and_checked(tmp_path):
+def _load_script():
+    spec = importlib.util.spec_from_file_location("xla_cpu_options", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def test_each_option_set_is_compiled_run_and_checked(tmp_path, monkeypatch):
+    script = _load_script()
     out = tmp_path / "options.json"
-    result = subprocess.run(
-        [sys.executable, SCRIPT, "--config", TINY, "--config.batch_size=8", "--rounds", "1", "--seconds", "0.01",
-         "--out", str(out), "--option_set", 'no ynn={"xla_cpu_experimental_ynn_fusion_type": ""}'],
-        capture_output=True, text=True, cwd=ROOT, timeout=600)
-    assert result.returncode == 0, result.stderr[-2000:]
+    # In this process: the re-exec under tcmalloc would replace pytest itself.
+    monkeypatch.setattr(script.allocator, "reexec_under_tcmalloc", lambda: None)
+    monkeypatch.setattr(sys, "argv", [
+        SCRIPT, "--config", TINY, "--config.batch_size=8", "--rounds", "1", "--seconds", "0.01", "--out", str(out),
+        "--option_set", 'no ynn={"xla_cpu_experimental_ynn_fusion_type": ""}'])
+    script.main()
     rows = {row["name"]: row for row in json.loads(out.read_text())["rows"]}
 
     assert list(rows) == ["process default", "no ynn"]
@@ -32,9 +40,7 @@ def test_each_option_set_is_compiled_run_and_checked(tmp_path):
 
 
 def test_an_option_set_must_be_a_name_and_a_json_object():
-    spec = importlib.util.spec_from_file_location("xla_cpu_options", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = _load_script()
 
     assert script.option_set('wide={"xla_cpu_prefer_vector_width": 512}') == (
         "wide", {"xla_cpu_prefer_vector_width": 512})
