@@ -62,7 +62,12 @@ def main():
                              "'wide={\"xla_cpu_prefer_vector_width\": 512}'; repeatable; the process "
                              "default always comes first")
     args = parser.parse_args(run.normalize_argv(sys.argv[1:]))
-    option_sets = dict([("process default", {}), *args.option_set]) if args.option_set else OPTION_SETS
+    option_sets = OPTION_SETS
+    if args.option_set:
+        names = ["process default"] + [name for name, _ in args.option_set]
+        if len(set(names)) < len(names):
+            parser.error(f"--option_set names must differ from each other and from 'process default': {names}")
+        option_sets = dict([("process default", {}), *args.option_set])
     # `vitjax bench`'s config building, without its convenience flags (all None here).
     config, _ = run.build_config(argparse.Namespace(
         **vars(args), image=None, channels=None, **{flag: None for flag in run.MODEL_FLAGS}))

@@ -18,7 +18,6 @@ def test_op_table_counts_each_op_once_per_call(tmp_path):
     rows = profile.op_table(xplane, calls)
 
     assert rows, "no ops found in the trace"
-    assert all(r.events_per_call == pytest.approx(round(r.events_per_call)) for r in rows)
     assert {r.events_per_call for r in rows} == {1.0}  # one tanh fusion and one product per call
     assert len(rows) == 2 and sum(r.milliseconds_per_call for r in rows) > 0
     assert seconds_per_call > 0
