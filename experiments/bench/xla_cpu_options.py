@@ -26,8 +26,9 @@ from vitjax.train import trainer
 
 # jaxlib 0.10's wheels carry oneDNN's fusion path; its `xla_cpu_experimental_onednn_custom_call` rewrite
 # left the HLO unchanged here (no oneDNN calls in it), so it is not listed.
+DEFAULT = "process default"  # the set every other is compared with: no options beyond XLA_FLAGS
 OPTION_SETS = {
-    "process default": {},
+    DEFAULT: {},
     "oneDNN fusion (dot)": {"xla_cpu_use_onednn": True,
                             "xla_cpu_experimental_onednn_fusion_type": "LIBRARY_FUSION_TYPE_DOT"},
 }
@@ -64,10 +65,10 @@ def main():
     args = parser.parse_args(run.normalize_argv(sys.argv[1:]))
     option_sets = OPTION_SETS
     if args.option_set:
-        names = ["process default"] + [name for name, _ in args.option_set]
+        names = [DEFAULT] + [name for name, _ in args.option_set]
         if len(set(names)) < len(names):
-            parser.error(f"--option_set names must differ from each other and from 'process default': {names}")
-        option_sets = dict([("process default", {}), *args.option_set])
+            parser.error(f"--option_set names must differ from each other and from {DEFAULT!r}: {names}")
+        option_sets = dict([(DEFAULT, {}), *args.option_set])
     # `vitjax bench`'s config building, without its convenience flags (all None here).
     config, _ = run.build_config(argparse.Namespace(
         **vars(args), image=None, channels=None, **{flag: None for flag in run.MODEL_FLAGS}))
