@@ -49,8 +49,10 @@ def _train(argv):
     except ValueError as error:
         sys.exit(f"vitjax train: error: {error}")
 
+    from vitjax import cpu_devices
     from vitjax.train import trainer
     try:
+        cpu_devices.apply(flags.FLAGS.config)
         trainer.train(flags.FLAGS.config, flags.FLAGS.workdir, force=flags.FLAGS.force)
     except trainer.Preempted as notice:
         print(notice, flush=True)

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from vitjax import allocator, data
+from vitjax import allocator, cpu_devices, data
 from vitjax.bench import jax_model, run, timing
 from vitjax.train import trainer
 
@@ -72,6 +72,7 @@ def main():
     # `vitjax bench`'s config building, without its convenience flags (all None here).
     config, _ = run.build_config(argparse.Namespace(
         **vars(args), image=None, channels=None, **{flag: None for flag in run.MODEL_FLAGS}))
+    cpu_devices.apply(config)  # the CPU split `vitjax train` uses
     p = trainer.plan(config)
     spec = trainer.state_spec(config, p)
     init_key, dropout_key = jax.random.split(jax.random.key(config.seed))

@@ -182,9 +182,11 @@ def bench(args) -> dict:
             raise ValueError(f"the timm comparison needs torch and timm ({error}); install them or pass --no_timm")
     import jax
 
+    from vitjax import cpu_devices
     from vitjax.bench import jax_model, peak, pipeline, report, timing
 
     config, overrides = build_config(args)
+    cpu_devices.apply(config)  # as `vitjax train` splits the CPU, before _machine() starts the backends
     summary = {"config": args.config, "overrides": {k: list(v) if isinstance(v, tuple) else v
                                                      for k, v in overrides.items()},
                "overrides_argv": [f"--config.{k}={v}" for k, v in overrides.items()],

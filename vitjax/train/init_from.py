@@ -6,6 +6,8 @@ are first written in the official layout in memory.
 """
 import os
 
+import jax
+import numpy as np
 import orbax.checkpoint as ocp
 
 from vitjax.interop import npz
@@ -25,9 +27,12 @@ def _newest_step_dir(path: str) -> str:
 
 def read_checkpoint_params(path: str) -> dict:
     """The `params` subtree of a vitjax checkpoint, as host numpy arrays (any mesh it was saved on)."""
-    step_dir = _newest_step_dir(os.path.abspath(path))  # orbax refuses relative paths
-    state = ocp.StandardCheckpointer().restore(os.path.join(step_dir, "state"))
-    return state["params"]
+    state_dir = os.path.join(_newest_step_dir(os.path.abspath(path)), "state")  # orbax refuses relative paths
+    # Restored as numpy: by default orbax rebuilds the saving run's shardings, and refuses ("topology
+    # mismatch") when this process has other devices, e.g. a run trained on 4 CPU devices.
+    saved = ocp.PyTreeCheckpointer().metadata(state_dir).item_metadata.tree
+    as_numpy = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), saved)
+    return ocp.PyTreeCheckpointer().restore(state_dir, restore_args=as_numpy)["params"]
 
 
 def load_pretrained(path: str, model, image_shape) -> dict:
