@@ -10,8 +10,16 @@ state, and the table gives img/s per set and its ratio to the first set (the pro
 i.e. vitjax/cpu_flags.py's choice). This is how a new jaxlib's CPU settings should be re-measured
 before vitjax/cpu_flags.py changes. Takes --config and --set (or --config.KEY=VALUE) as `vitjax bench`
 does; writes JSON (--out).
+
+`--devices 1,2,4` compiles the step for each number of CPU devices instead (the first N of the
+process's, data parallel as `vitjax train` runs; with --option_set, every set for each), which is how
+vitjax/cpu_devices.py's default was chosen:
+
+    .venv/bin/python experiments/bench/xla_cpu_options.py --config configs/fashion_mnist/vit.py \
+        --devices 1,2,4,8 --out experiments/results/bench/cpu_devices_fashion_mnist_vit.json
 """
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -20,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from vitjax import allocator, cpu_devices, data
+from vitjax import allocator, cpu_devices, data, parallel
 from vitjax.bench import jax_model, run, timing
 from vitjax.train import trainer
 
@@ -49,6 +57,16 @@ def option_set(text: str) -> tuple[str, dict]:
     return name, parsed
 
 
+def device_counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of positive device counts, e.g. 1,2,4")
+    return counts
+
+
 def main():
     allocator.reexec_under_tcmalloc()  # as `vitjax` itself runs
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -62,8 +80,11 @@ def main():
                         help="an option set to measure instead of the built-in ones, e.g. "
                              "'wide={\"xla_cpu_prefer_vector_width\": 512}'; repeatable; the process "
                              "default always comes first")
+    parser.add_argument("--devices", type=device_counts, default=None, metavar="N,N,...",
+                        help="CPU device counts to compile each set for (default: the one `vitjax train` uses); "
+                             "the first count's process default is the baseline")
     args = parser.parse_args(run.normalize_argv(sys.argv[1:]))
-    option_sets = OPTION_SETS
+    option_sets = {DEFAULT: {}} if args.devices else OPTION_SETS  # with --devices the count is the variable
     if args.option_set:
         names = [DEFAULT] + [name for name, _ in args.option_set]
         if len(set(names)) < len(names):
@@ -72,30 +93,42 @@ def main():
     # `vitjax bench`'s config building, without its convenience flags (all None here).
     config, _ = run.build_config(argparse.Namespace(
         **vars(args), image=None, channels=None, **{flag: None for flag in run.MODEL_FLAGS}))
-    cpu_devices.apply(config)  # the CPU split `vitjax train` uses
-    p = trainer.plan(config)
-    spec = trainer.state_spec(config, p)
+    if args.devices:
+        try:
+            jax.config.update("jax_num_cpu_devices", max(args.devices))
+        except RuntimeError:  # a caller in this process started JAX first
+            parser.error("--devices needs a process in which JAX has not started yet")
+    else:
+        cpu_devices.apply(config)  # the CPU split `vitjax train` uses
+    counts = args.devices or [jax.local_device_count()]
     init_key, dropout_key = jax.random.split(jax.random.key(config.seed))
-    lowered, batch_sharding = trainer.lower_train_step(config, p, spec, dropout_key)
-    host = jax_model.random_batch(config.batch_size, p.info.image_shape, p.info.num_classes)
-    batch = data.to_global(host, batch_sharding)
+    process_plan = trainer.plan(config)
+    host = jax_model.random_batch(config.batch_size, process_plan.info.image_shape, process_plan.info.num_classes)
+    workloads, states, libraries, variants = [], [], {}, []
+    for count in counts:
+        mesh = parallel.make_mesh({"data": count}, devices=jax.devices()[:count])
+        parallel.check_batch_size(config.batch_size, mesh)
+        p = dataclasses.replace(process_plan, mesh=mesh)
+        spec = trainer.state_spec(config, p)
+        lowered, batch_sharding = trainer.lower_train_step(config, p, spec, dropout_key)
+        batch = data.to_global(host, batch_sharding)
+        initial = trainer.init_state(spec, init_key)
+        for set_name, options in option_sets.items():
+            name = set_name if len(counts) == 1 else f"{set_name}, {count} devices"
+            variants.append((name, count, options))
+            with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
+                step = lowered.compile(compiler_options=options or None)
+            holder = {"state": jax.tree.map(jnp.copy, initial)}  # each step donates (consumes) its own copy
+            hlo = step.as_text()
+            libraries[name] = {lib: hlo.count(marker) for lib, marker in LIBRARY_MARKERS.items() if marker in hlo}
 
-    initial = trainer.init_state(spec, init_key)
-    workloads, states, libraries = [], [], {}
-    for name, options in option_sets.items():
-        with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
-            step = lowered.compile(compiler_options=options or None)
-        holder = {"state": jax.tree.map(jnp.copy, initial)}  # each step donates (consumes) its own copy
-        hlo = step.as_text()
-        libraries[name] = {lib: hlo.count(marker) for lib, marker in LIBRARY_MARKERS.items() if marker in hlo}
+            def call(step=step, holder=holder, batch=batch):
+                holder["state"], metrics = step(holder["state"], batch, dropout_key)
+                return jax.block_until_ready(metrics)
 
-        def call(step=step, holder=holder):
-            holder["state"], metrics = step(holder["state"], batch, dropout_key)
-            return jax.block_until_ready(metrics)
-
-        workloads.append(timing.Workload(name, call, images=config.batch_size))
-        timing.calibrate(workloads[-1], args.seconds)
-        states.append(jax.device_get(holder["state"].params))
+            workloads.append(timing.Workload(name, call, images=config.batch_size))
+            timing.calibrate(workloads[-1], args.seconds)
+            states.append(jax.device_get(holder["state"].params))
     # Each state has now taken the same two steps: the options may change rounding, not the maths.
     differences = [max(jax.tree.leaves(jax.tree.map(lambda a, b: float(np.max(np.abs(a - b))), states[0], s)))
                    for s in states]
@@ -104,13 +137,14 @@ def main():
 
     base = workloads[0].per_second()
     rows = []
-    for workload, options, difference in zip(workloads, option_sets.values(), differences):
+    for workload, (_, count, options), difference in zip(workloads, variants, differences):
         rates = workload.per_second()
-        rows.append({"name": workload.name, "compiler_options": options, "img_per_sec": timing.median(rates),
+        rows.append({"name": workload.name, "cpu_devices": count, "compiler_options": options,
+                     "img_per_sec": timing.median(rates),
                      "min": min(rates), "max": max(rates), "ratio_to_default": timing.paired_ratio(rates, base),
                      "max_param_difference_after_2_steps": difference,
                      "library_mentions_in_hlo": libraries[workload.name]})
-        print(f"{workload.name:24s} {rows[-1]['img_per_sec']:8.1f} img/s ({min(rates):.1f}..{max(rates):.1f})"
+        print(f"{workload.name:36s} {rows[-1]['img_per_sec']:8.1f} img/s ({min(rates):.1f}..{max(rates):.1f})"
               f"  x{rows[-1]['ratio_to_default']:.3f}  params differ by {difference:.1e} after 2 steps"
               f"  HLO mentions {libraries[workload.name]}")
     result = {"config": args.config, "overrides": args.set, "rounds": args.rounds, "jax": jax.__version__,

@@ -3,6 +3,7 @@ import argparse
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -47,3 +48,26 @@ def test_an_option_set_must_be_a_name_and_a_json_object():
     for bad in ("wide", "wide=512", "wide={512", '={"a": 1}'):
         with pytest.raises(argparse.ArgumentTypeError, match="JSON"):
             script.option_set(bad)
+
+
+def test_device_counts_are_compiled_side_by_side_in_a_fresh_process(tmp_path):
+    out = tmp_path / "devices.json"
+    environ = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    run = subprocess.run([sys.executable, SCRIPT, "--config", TINY, "--config.batch_size=8", "--devices", "1,4",
+                          "--rounds", "1", "--seconds", "0.01", "--out", str(out)],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT, env=environ)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [(row["name"], row["cpu_devices"]) for row in rows] == [
+        ("process default, 1 devices", 1), ("process default, 4 devices", 4)]
+    # Four devices take the same two steps as one, up to the order of the gradient sums.
+    assert rows[1]["max_param_difference_after_2_steps"] < 1e-5
+
+
+def test_device_counts_must_be_positive_integers():
+    script = _load_script()
+
+    assert script.device_counts("1,2,4") == [1, 2, 4]
+    for bad in ("", "1,,2", "0,2", "four"):
+        with pytest.raises(argparse.ArgumentTypeError, match="device counts"):
+            script.device_counts(bad)
