@@ -2,18 +2,20 @@
 
 JAX gives a CPU host one device by default. vitjax's commands ask for four (`jax_num_cpu_devices`)
 and train data-parallel over them, as on any multi-device machine: each device runs its quarter of
-the batch as its own program, so the memory-bound passes (norms, softmax, GELU, layout copies) of one
-quarter overlap the matrix products of another instead of waiting for them. On the project's 2-core
-machines, in one process with the same train step compiled for 1, 2, 4 and 8 devices and alternated
-(experiments/results/bench/README.md): the default Fashion-MNIST config ran 1.26-1.40x faster on 4
-than on 1, ViT-Ti at 224 1.21x, ViT-Ti at 28x28 1.10x; 8 devices were no better than 4. The
-arithmetic is that of one device up to the order of the gradient sums.
+the batch as its own program, so the small and memory-bound operations (norms, softmax, GELU, layout
+copies, the many tiny attention products of a narrow model) of one quarter overlap the work of
+another instead of leaving a core idle. On the project's 2-core machines, as the vitjax/timm ratio of
+`vitjax bench` (both in one process; 1 and 4 devices in separate processes, same hour): the default
+Fashion-MNIST config 0.87 -> 1.01 (+16%); ViT-Ti at 28x28, batch 128, 0.86/0.91 -> 0.91/0.98/0.88
+(about +5%); ViT-Ti at 224, batch 16, 0.85/0.87/0.92 -> 0.84/0.95/0.86 (no change). The smaller the
+model's operations, the more it gains. The arithmetic is that of one device up to the order of the
+gradient sums.
 
-The cost is memory: under the default 'data' sharding every device holds the parameters and the
-optimiser state (for ViT-B, ~1 GiB each); `config.sharding='fsdp'` splits them instead.
+The costs: under the default 'data' sharding every device holds the parameters and the optimiser
+state (for ViT-B, ~1 GiB each; `config.sharding='fsdp'` splits them instead), and compiling for four
+devices takes longer (a scanned ViT-B/16 train step: 6.2 s instead of 4.3 s).
 
-The count is lowered to the largest of 4, 2, 1 that divides the (micro-)batch and the eval batch, and
-left alone when:
+The count is halved (4, 2, 1) until it divides the (micro-)batch and the eval batch, and left alone when:
   * VITJAX_CPU_DEVICES=N says otherwise (1: JAX's single device);
   * XLA_FLAGS names --xla_force_host_platform_device_count, or JAX_NUM_CPU_DEVICES is set: yours wins;
   * config.mesh is not the default {data: -1, fsdp: 1, model: 1}: an explicit mesh names its devices;
@@ -29,7 +31,7 @@ import jax
 log = logging.getLogger(__name__)
 
 ENV = "VITJAX_CPU_DEVICES"
-DEFAULT = 4  # measured on 2 cores only; re-measure (experiments/bench/cpu_devices.py) on other machines
+DEFAULT = 4  # measured on 2 cores only; re-measure on other machines (experiments/results/bench/README.md)
 DEFAULT_MESH = {"data": -1, "fsdp": 1, "model": 1}
 
 

@@ -12,11 +12,14 @@ before vitjax/cpu_flags.py changes. Takes --config and --set (or --config.KEY=VA
 does; writes JSON (--out).
 
 `--devices 1,2,4` compiles the step for each number of CPU devices instead (the first N of the
-process's, data parallel as `vitjax train` runs; with --option_set, every set for each), which is how
-vitjax/cpu_devices.py's default was chosen:
+process's, data parallel as `vitjax train` runs; with --option_set, every set for each):
 
     .venv/bin/python experiments/bench/xla_cpu_options.py --config configs/fashion_mnist/vit.py \
         --devices 1,2,4,8 --out experiments/results/bench/cpu_devices_fashion_mnist_vit.json
+
+Fewer devices came out slower here than in separate processes (ViT-Ti at 224: 4 devices 1.21x one in
+one process, no faster as `vitjax bench`'s ratio to timm across processes), so confirm a device count
+with `VITJAX_CPU_DEVICES=N vitjax bench` before changing vitjax/cpu_devices.py.
 """
 import argparse
 import dataclasses
