@@ -1,10 +1,11 @@
 r"""A small ViT on Fashion-MNIST, patch 4: the project's default run.
 
     vitjax train --config configs/fashion_mnist/vit.py --workdir runs/fashion_mnist_vit
-Expected: test accuracy >= 0.88 in <= 10 minutes on 2 CPU cores. Measured (2026-11-29, 2 cores, machine
-otherwise idle, under tcmalloc as `vitjax` runs itself): test accuracy 0.8819 after 6 epochs (2,813
-steps of 128), 8m50s of training, 8m56s for the whole command (`/usr/bin/time`), ~720 img/s. The
-same model for 4 epochs reached 0.8763 (10m09s under glibc malloc, before vitjax/allocator.py).
+Expected: test accuracy >= 0.88 in <= 10 minutes on 2 CPU cores. Measured (2026-11-30, 2 cores, machine
+otherwise idle, under tcmalloc and on 4 CPU devices as `vitjax` runs itself): test accuracy 0.8842
+after 6 epochs (2,813 steps of 128), 7m53s of training, 8m04s for the whole command (`/usr/bin/time`),
+~760 img/s. The day before, on one device: 0.8819, 8m50s of training, ~720 img/s. The same model for 4
+epochs reached 0.8763 (10m09s under glibc malloc, before vitjax/allocator.py).
 
     vitjax train --config configs/fashion_mnist/vit.py:long --workdir runs/fashion_mnist_vit_long
 Expected: test accuracy >= 0.91. The same model for 40 epochs with 2-pixel random crops (no flips:
