@@ -15,11 +15,11 @@ does; writes JSON (--out).
 process's, data parallel as `vitjax train` runs; with --option_set, every set for each):
 
     .venv/bin/python experiments/bench/xla_cpu_options.py --config configs/fashion_mnist/vit.py \
-        --devices 1,2,4,8 --out experiments/results/bench/cpu_devices_fashion_mnist_vit.json
+        --devices 1,2,4,8 --out devices.json
 
-Fewer devices came out slower here than in separate processes (ViT-Ti at 224: 4 devices 1.21x one in
-one process, no faster as `vitjax bench`'s ratio to timm across processes), so confirm a device count
-with `VITJAX_CPU_DEVICES=N vitjax bench` before changing vitjax/cpu_devices.py.
+Compared this way, 4 devices gained more than `vitjax bench`'s ratio to timm showed across separate
+processes (ViT-Ti at 224: 1.21x here, no gain there), so confirm a device count with
+`VITJAX_CPU_DEVICES=N vitjax bench` before changing vitjax/cpu_devices.py.
 """
 import argparse
 import dataclasses
