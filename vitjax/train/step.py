@@ -71,13 +71,21 @@ def make_train_step(model, tx: optax.GradientTransformation, schedule: Callable,
         loss, grads = accumulated_grads(state.params, batch, rng)
         grad_norm = optax.tree.norm(grads)
         finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
-        updates, new_opt_state = tx.update(grads, state.opt_state, state.params)
-        new_params = optax.apply_updates(state.params, updates)
-        keep_new = lambda new, old: jax.tree.map(lambda n, o: jnp.where(finite, n, o), new, old)
+
+        def apply_update(operands):
+            params, opt_state = operands
+            updates, opt_state = tx.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state
+
+        # Skipping the update, rather than computing it and then selecting the old values leaf by leaf,
+        # saves passes over the whole state: ViT-B/16 at batch 2 trained 1.085x faster on CPU (the default
+        # config: 1.016x, within the noise), alternated in one process.
+        params, opt_state = jax.lax.cond(finite, apply_update, lambda operands: operands,
+                                         (state.params, state.opt_state))
         new_state = TrainState(
             step=state.step + 1,
-            params=keep_new(new_params, state.params),
-            opt_state=keep_new(new_opt_state, state.opt_state),
+            params=params,
+            opt_state=opt_state,
             skipped_updates=state.skipped_updates + (~finite).astype(jnp.int32))
         metrics = {"loss": loss, "grad_norm": grad_norm, "lr": schedule(state.step),
                    "finite": finite.astype(jnp.int32), "skipped_updates": new_state.skipped_updates}
