@@ -54,7 +54,7 @@ def count_for(config, wanted: int) -> int:
     count = wanted
     while count > 1 and any(batch % count for batch in batches):
         count //= 2
-    return max(count, 1)
+    return count
 
 
 def apply(config) -> int | None:
