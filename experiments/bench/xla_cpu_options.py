@@ -103,21 +103,24 @@ def main():
             parser.error("--devices needs a process in which JAX has not started yet")
     else:
         cpu_devices.apply(config)  # the CPU split `vitjax train` uses
-    counts = args.devices or [jax.local_device_count()]
     init_key, dropout_key = jax.random.split(jax.random.key(config.seed))
-    process_plan = trainer.plan(config)
+    process_plan = trainer.plan(config)  # the config's own mesh, unless --devices replaces it
+    plans = [process_plan]
+    if args.devices:
+        meshes = [parallel.make_mesh({"data": count}, devices=jax.devices()[:count]) for count in args.devices]
+        for mesh in meshes:
+            parallel.check_batch_size(config.batch_size, mesh)
+        plans = [dataclasses.replace(process_plan, mesh=mesh) for mesh in meshes]
     host = jax_model.random_batch(config.batch_size, process_plan.info.image_shape, process_plan.info.num_classes)
     workloads, states, libraries, variants = [], [], {}, []
-    for count in counts:
-        mesh = parallel.make_mesh({"data": count}, devices=jax.devices()[:count])
-        parallel.check_batch_size(config.batch_size, mesh)
-        p = dataclasses.replace(process_plan, mesh=mesh)
+    for p in plans:
+        count = p.mesh.devices.size
         spec = trainer.state_spec(config, p)
         lowered, batch_sharding = trainer.lower_train_step(config, p, spec, dropout_key)
         batch = data.to_global(host, batch_sharding)
         initial = trainer.init_state(spec, init_key)
         for set_name, options in option_sets.items():
-            name = set_name if len(counts) == 1 else f"{set_name}, {count} devices"
+            name = f"{set_name}, {count} devices" if args.devices else set_name
             variants.append((name, count, options))
             with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
                 step = lowered.compile(compiler_options=options or None)
