@@ -63,6 +63,36 @@ def test_encoder_is_permutation_equivariant_only_without_position_embeddings(pos
         assert gap > 1e-2, f"{posemb} position embeddings must break permutation equivariance"
 
 
+@pytest.mark.parametrize("scan", [False, True])
+@pytest.mark.parametrize("norm_position", ["pre", "post"])
+def test_output_tokens_are_the_first_rows_of_the_full_output_and_prune_the_last_block(norm_position, scan):
+    x = _normal(0, 2, 5, WIDTH)
+    rng = np.random.default_rng(3)
+    # A per-query mask (every query sees itself), so the pruned block must keep the right mask rows.
+    mask = jnp.asarray(rng.random((2, 1, 5, 5)) < 0.6) | jnp.eye(5, dtype=bool)
+    full = Encoder(depth=2, norm_position=norm_position, scan=scan, **SMALL)
+    first_two = Encoder(depth=2, norm_position=norm_position, scan=scan, output_tokens=2, **SMALL)
+    params = _init(full, 1, x)
+    assert jax.tree.map(jnp.shape, _init(first_two, 1, x)) == jax.tree.map(jnp.shape, params)
+
+    def loss(module, p):
+        return jnp.sum(jnp.sin(module.apply(p, x, mask=mask)[:, :2]))
+
+    y_full = jax.jit(lambda p: full.apply(p, x, mask=mask))(params)
+    y_part = jax.jit(lambda p: first_two.apply(p, x, mask=mask))(params)
+    assert y_part.shape == (2, 2, WIDTH)
+    _close(y_part, y_full[:, :2])
+    grads = [jax.jit(jax.grad(functools.partial(loss, m)))(params) for m in (full, first_two)]
+    jax.tree.map(_close, grads[1], grads[0])
+
+    # An unrolled stack runs its last MLP on the kept rows only; a scanned one cannot.
+    is_mlp = lambda module, method: isinstance(module, transformer.MlpBlock)
+    _, state = first_two.apply(params, x, mask=mask, capture_intermediates=is_mlp, mutable=["intermediates"])
+    blocks = state["intermediates"]["encoderblock" if scan else "encoderblock_1"]
+    (mlp_out,) = blocks["MlpBlock_0"]["__call__"]
+    assert mlp_out.shape == ((2, 2, 5, WIDTH) if scan else (2, 2, WIDTH))
+
+
 def test_scanned_and_unrolled_stacks_agree_with_the_same_weights():
     depth = 3
     x = _normal(0, 2, 5, WIDTH)

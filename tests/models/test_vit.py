@@ -65,6 +65,26 @@ def test_pools_give_logits_and_read_the_right_tokens(pool):
     np.testing.assert_allclose(logits, pre_logits @ head["kernel"] + head["bias"], atol=1e-5)
 
 
+def test_token_pooling_computes_one_row_of_the_last_block_with_the_same_logits_and_gradients():
+    model = ViT(pool="tok", **{**TINY, "depth": 2})
+    params = _random_params(model, 1)
+    images = _images()
+    plain = lambda p: model.apply(p, images)
+    # Recording intermediates keeps every row (attention maps show every query): the full model.
+    recorded = lambda p: model.apply(p, images, mutable=["intermediates"])[0]
+    np.testing.assert_allclose(jax.jit(plain)(params), jax.jit(recorded)(params), atol=1e-5)
+    loss = lambda apply: lambda p: jnp.sum(jnp.sin(apply(p)))
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, atol=1e-5),
+                 jax.jit(jax.grad(loss(plain)))(params), jax.jit(jax.grad(loss(recorded)))(params))
+
+    def flops(apply):
+        cost = jax.jit(apply).lower(params).compile().cost_analysis()
+        return (cost[0] if isinstance(cost, (list, tuple)) else cost)["flops"]
+    # 4 patches + CLS, two blocks: skipping 4 rows' queries, output projection and MLP in the last
+    # block removes about a third of the products.
+    assert flops(plain) < 0.8 * flops(recorded)
+
+
 def test_representation_size_adds_a_tanh_pre_logits_layer():
     model = ViT(representation_size=7, **TINY)
     shapes = _shapes(model, IMAGES)

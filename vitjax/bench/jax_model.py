@@ -14,7 +14,7 @@ import numpy as np
 
 from vitjax import data, models
 from vitjax.bench.timing import Workload
-from vitjax.train import trainer
+from vitjax.train import flops, trainer
 
 
 @dataclasses.dataclass
@@ -34,11 +34,14 @@ def random_batch(batch_size: int, image_shape, num_classes: int, seed: int = 0) 
     return {"image": images, "labels": labels}
 
 
-def model_flops_per_image(model, image_shape, num_classes: int) -> float | None:
+def model_flops_per_image(model, image_shape, num_classes: int, *, every_row: bool = False) -> float | None:
     """Forward FLOPs (2 per multiply-add) of a plain ViT's matrix products; None for other models.
 
     The usual count behind MFU: patch embedding, QKV, attention scores and mixing, output projection,
     MLP and head. Norms, softmax, GELU and the optimiser are not counted (XLA's count includes them).
+    With token pooling an unrolled stack's last block computes the CLS row alone (EncoderBlock's
+    `output_tokens`): keys and values for every token, the rest for one, and so does this count
+    unless `every_row` (what timm computes).
     """
     if not isinstance(model, models.ViT) or model.resnet is not None or model.pool not in ("tok", "gap"):
         return None
@@ -47,8 +50,14 @@ def model_flops_per_image(model, image_shape, num_classes: int) -> float | None:
     patches = (height // patch) * (width // patch)
     tokens = patches + (1 if model.pool == "tok" else 0)
     d, m = size.width, size.mlp_dim
-    per_block = 2 * tokens * (3 * d * d + d * d + 2 * d * m) + 2 * 2 * tokens * tokens * d
-    flops = 2 * patches * patch * patch * channels * d + size.depth * per_block
+    def block(queries):
+        keys_values = 2 * tokens * 2 * d * d
+        per_query = 2 * (d * d + d * d + 2 * d * m) + 2 * 2 * tokens * d  # Q, output, MLP; scores, mixing
+        return keys_values + queries * per_query
+
+    cls_only = model.pool == "tok" and model.cls_only_last_block and not model.scan
+    last_queries = 1 if cls_only and not every_row else tokens
+    flops = 2 * patches * patch * patch * channels * d + (size.depth - 1) * block(tokens) + block(last_queries)
     head_in = d
     if model.representation_size is not None:
         flops += 2 * d * model.representation_size
@@ -56,12 +65,13 @@ def model_flops_per_image(model, image_shape, num_classes: int) -> float | None:
     return float(flops + 2 * head_in * num_classes)
 
 
-def _flops(compiled) -> float | None:
-    cost = compiled.cost_analysis()
-    if isinstance(cost, (list, tuple)):
-        cost = cost[0] if cost else {}
-    flops = (cost or {}).get("flops")
-    return float(flops) * jax.device_count() if flops else None
+def _forward_flops(config, model, compiled, images) -> float | None:
+    """The forward pass's FLOPs over all devices; a scanned stack counted on its unrolled twin."""
+    if not config.model.get("scan", False):
+        return flops.of(compiled)
+    _, twin = flops.loop_free(config, model)
+    variables = jax.eval_shape(lambda x: nn.unbox(twin.init(jax.random.key(0), x, train=False)), images)
+    return flops.of(jax.jit(lambda v, x: twin.apply(v, x, train=False)).lower(variables, images))
 
 
 def _memory(compiled) -> dict:
@@ -97,7 +107,8 @@ def build(config, *, inference: bool = True, seed: int = 0) -> JaxModel:
         return jax.block_until_ready((holder["state"], metrics))
 
     per_image = model_flops_per_image(p.model, p.info.image_shape, p.info.num_classes)
-    xla_train = _flops(step)
+    every_row = model_flops_per_image(p.model, p.info.image_shape, p.info.num_classes, every_row=True)
+    xla_train = trainer.train_step_flops(config, p, step, dropout_key)
     info = {
         "params": spec.num_params,
         "image_shape": list(p.info.image_shape),
@@ -105,7 +116,9 @@ def build(config, *, inference: bool = True, seed: int = 0) -> JaxModel:
         "batch_size": config.batch_size,
         "compile_seconds": {"train": compile_train},
         "xla_flops_per_step": {"train": xla_train},
-        "model_flops_per_image": {"forward": per_image, "train": 3 * per_image if per_image else None},
+        "xla_flops_counted_on": "the loop-free twin" if flops.has_loops(config) else "the compiled step",
+        "model_flops_per_image": {"forward": per_image, "train": 3 * per_image if per_image else None,
+                                  "forward_every_row": every_row},
         "memory": {"train": _memory(step)},
     }
     train = Workload("vitjax train", train_call, images=config.batch_size, flops=xla_train)
@@ -118,7 +131,8 @@ def build(config, *, inference: bool = True, seed: int = 0) -> JaxModel:
         with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
             forward = forward.lower(spec.abstract.params, batch["image"]).compile()
         info["compile_seconds"]["infer"] = time.perf_counter() - start
-        info["xla_flops_per_step"]["infer"] = _flops(forward)
+        info["xla_flops_per_step"]["infer"] = _forward_flops(
+            config, p.model, forward, jax.ShapeDtypeStruct(batch["image"].shape, jnp.float32))
         info["memory"]["infer"] = _memory(forward)
         images = batch["image"]
         infer = Workload("vitjax infer", lambda: forward(holder["state"].params, images).block_until_ready(),

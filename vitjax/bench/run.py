@@ -261,13 +261,19 @@ def bench(args) -> dict:
         "datasheet_bf16_flops_per_second": datasheet,
     }
     summary["workloads"] = {}
+    # timm computes every row of the last block, which vitjax skips under token pooling (EncoderBlock's
+    # `output_tokens`); its counts are vitjax's scaled by that difference.
+    timm_extra = (per_image["forward_every_row"] / per_image["forward"]) if per_image["forward"] else 1.0
     for w in workloads:
         flops_per_image = per_image["train"] if "train" in w.name else per_image["forward"]
+        if w.name.startswith("timm") and flops_per_image:
+            flops_per_image *= timm_extra
         if w.name.startswith(("timm", "vitjax")):
             # timm runs the same architecture: XLA's count of the vitjax program is its FLOP count too.
             if w.name.startswith("timm") and w.flops is None:
                 counted = jm.train if "train" in w.name else jm.infer
-                w.flops = counted.flops * w.images / counted.images if counted and counted.flops else None
+                w.flops = (counted.flops * w.images / counted.images * timm_extra
+                           if counted and counted.flops else None)
             summary["workloads"][w.name] = report.workload_summary(w, matmul, flops_per_image, datasheet)
         else:
             summary["workloads"][w.name] = report.workload_summary(w, None, None, None)

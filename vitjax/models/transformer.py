@@ -103,17 +103,20 @@ class _BlockBase(nn.Module):
             param_dtype=self.param_dtype, implementation=self.attention_implementation,
             name=f"MultiHeadDotProductAttention_{index}")
 
-    def _residual(self, x, norm_index, sublayer, droppath_rate):
-        """x + sublayer(norm(x)) (pre-norm) or norm(x + sublayer(x)) (post-norm)."""
+    def _residual(self, x, norm_index, sublayer, droppath_rate, rows=None):
+        """x + sublayer(norm(x)) (pre-norm) or norm(x + sublayer(x)) (post-norm).
+
+        `rows`: the sublayer returns only the first `rows` tokens, so only those are kept.
+        """
         norm = make_norm(self.norm, self.dtype, self.param_dtype, index=norm_index)
         drop = nn.Dropout(self.dropout_rate)
         droppath = DropPath(self.deterministic)
         if self.norm_position == "pre":
             y = drop(sublayer(norm(x)), deterministic=self.deterministic)
-            return x + droppath(y, droppath_rate)
+            return x[:, :rows] + droppath(y, droppath_rate)
         if self.norm_position == "post":
             y = drop(sublayer(x), deterministic=self.deterministic)
-            return norm(x + droppath(y, droppath_rate))
+            return norm(x[:, :rows] + droppath(y, droppath_rate))
         raise ValueError(f"unknown norm_position {self.norm_position!r}; choose 'pre' or 'post'")
 
     def _mlp(self):
@@ -122,14 +125,28 @@ class _BlockBase(nn.Module):
 
 
 class EncoderBlock(_BlockBase):
-    """Self-attention and MLP, each with a residual connection and a norm."""
+    """Self-attention and MLP, each with a residual connection and a norm.
+
+    `output_tokens`: compute only the first N output tokens. Every token still serves as a key and
+    value, so those N rows equal the full block's; the others would only be thrown away (a ViT that
+    classifies from its CLS token reads one row of its last block). Norms and the MLP act on each
+    token alone, so the saving is exact: for the last block, the queries, output projection and MLP
+    of all but N tokens.
+    """
+    output_tokens: int | None = None
 
     @nn.compact
     def __call__(self, x, droppath_rate=0.0, mask=None):
         x = nn.with_logical_constraint(x, ("batch", "length", "embed"))
         attention = self._attention(0)
-        x = self._residual(x, 0, lambda y: attention(y, mask=mask, deterministic=self.deterministic),
-                           droppath_rate)
+        rows = self.output_tokens
+        if rows is None:
+            attend = lambda y: attention(y, mask=mask, deterministic=self.deterministic)
+        else:
+            if mask is not None and mask.shape[-2] > 1:  # a per-query mask keeps its first rows
+                mask = mask[..., :rows, :]
+            attend = lambda y: attention(y[:, :rows], y, mask=mask, deterministic=self.deterministic)
+        x = self._residual(x, 0, attend, droppath_rate, rows)
         return self._residual(x, 1, self._mlp(), droppath_rate)
 
 
@@ -167,16 +184,20 @@ def _checkpointed(block_cls, remat_policy, static_rate):
     return nn.remat(block_cls, policy=getattr(jax.checkpoint_policies, remat_policy), static_argnums=static)
 
 
-def _run_layers(block_cls, block_kwargs, depth, x, droppath_rate, *args, scan, remat_policy, name):
+def _run_layers(block_cls, block_kwargs, depth, x, droppath_rate, *args, scan, remat_policy, name,
+                last_block_kwargs=None):
     """Applies `depth` blocks, unrolled (`{name}_{i}`) or as one `nn.scan` (`{name}`, stacked params).
 
     Drop-path rates grow linearly from 0 at the first block to `droppath_rate` at the last.
+    `last_block_kwargs` are extra fields for the last block; unrolled stacks only (a scan's blocks
+    are one module).
     """
     rates = np.linspace(0.0, droppath_rate, depth, dtype=np.float32)
     block_cls = _checkpointed(block_cls, remat_policy, static_rate=not scan or droppath_rate == 0)
     if not scan:
         for i in range(depth):
-            x = block_cls(name=f"{name}_{i}", **block_kwargs)(x, float(rates[i]), *args)
+            extra = (last_block_kwargs or {}) if i == depth - 1 else {}
+            x = block_cls(name=f"{name}_{i}", **block_kwargs, **extra)(x, float(rates[i]), *args)
         return x
     if droppath_rate == 0:
         # Without stochastic depth the rate stays a Python 0.0 inside the scan, so the blocks skip it.
@@ -223,10 +244,15 @@ class _StackBase(nn.Module):
 
 
 class Encoder(_StackBase):
-    """Position embedding, dropout, `depth` encoder blocks and a final norm (pre-norm)."""
+    """Position embedding, dropout, `depth` encoder blocks and a final norm (pre-norm).
+
+    `output_tokens`: return only the first N tokens. An unrolled stack then computes only those in
+    its last block (see EncoderBlock); a scanned one computes all and slices before the final norm.
+    """
     posemb: PosembKind = "none"
     posemb_grid: tuple[int, int] | None = None
     num_prefix_tokens: int = 0
+    output_tokens: int | None = None
 
     @nn.compact
     def __call__(self, x, *, train=False, mask=None):
@@ -234,8 +260,9 @@ class Encoder(_StackBase):
                                  self.param_dtype, name="posembed_input")(x)
         x = nn.Dropout(self.dropout_rate)(x, deterministic=not train)
         x = _run_layers(EncoderBlock, self._block_kwargs(train), self.depth, x, self.droppath_rate,
-                        mask, scan=self.scan, remat_policy=self.remat_policy, name="encoderblock")
-        return self._final_norm(x, "encoder_norm")
+                        mask, scan=self.scan, remat_policy=self.remat_policy, name="encoderblock",
+                        last_block_kwargs={"output_tokens": self.output_tokens})
+        return self._final_norm(x[:, :self.output_tokens], "encoder_norm")
 
 
 class Decoder(_StackBase):

@@ -108,6 +108,9 @@ class ViT(nn.Module):
 
     `representation_size` adds the pre-logits Dense+tanh layer of the paper's pre-training head.
     The head is zero-initialised by default, so training starts from uniform predictions.
+    `cls_only_last_block`: with token pooling, an unrolled stack's last block computes the CLS row
+    alone, the only one the head reads (the same logits and gradients; ~7% fewer FLOPs for ViT-Ti,
+    ~13% for the default Fashion-MNIST model). False computes every row, as timm does.
     """
     num_classes: int
     variant: str | None = None
@@ -126,6 +129,7 @@ class ViT(nn.Module):
     norm: Norm = "layernorm"
     norm_position: NormPosition = "pre"
     head_zero_init: bool = True
+    cls_only_last_block: bool = True
     scan: bool = False
     remat_policy: str | None = None
     attention_implementation: Implementation = "auto"
@@ -190,13 +194,19 @@ class ViT(nn.Module):
             x = jnp.concatenate([jnp.broadcast_to(cls.astype(x.dtype), (batch, 1, width)), x], axis=1)
             num_prefix = 1
 
+        # Token pooling reads one row of the encoder's output, so its last block computes only that one,
+        # unless attention maps are being recorded ('intermediates'), which should show every query.
+        cls_only = (self.pool == "tok" and self.cls_only_last_block
+                    and not self.is_mutable_collection("intermediates"))
+        output_tokens = 1 if cls_only else None
         x = Encoder(
             depth=size.depth, mlp_dim=size.mlp_dim, num_heads=size.num_heads,
             dropout_rate=self.dropout_rate, attention_dropout_rate=self.attention_dropout_rate,
             droppath_rate=self.droppath_rate, norm=self.norm, norm_position=self.norm_position,
             scan=self.scan, remat_policy=self.remat_policy,
             attention_implementation=self.attention_implementation, posemb=self.posemb,
-            posemb_grid=(rows, cols), num_prefix_tokens=num_prefix, name="Transformer", **dtypes,
+            posemb_grid=(rows, cols), num_prefix_tokens=num_prefix, output_tokens=output_tokens,
+            name="Transformer", **dtypes,
         )(x, train=train)
 
         if self.pool == "tok":

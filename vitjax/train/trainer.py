@@ -18,7 +18,7 @@ from jax.experimental import multihost_utils
 
 from vitjax import data, models, parallel
 from vitjax.evaluate import classification
-from vitjax.train import checkpoint, optimizer, step as steps, workdir as wd
+from vitjax.train import checkpoint, flops, optimizer, step as steps, workdir as wd
 from vitjax.train.init_from import load_pretrained
 
 PREEMPTED_EXIT_CODE = 75  # EX_TEMPFAIL: "try again"; schedulers restart the same command
@@ -134,6 +134,17 @@ def lower_train_step(config, p: Plan, spec: StateSpec, dropout_key):
         return train_step.lower(spec.abstract, abstract_batch, dropout_key), batch_sharding
 
 
+def train_step_flops(config, p: Plan, compiled, dropout_key) -> float:
+    """FLOPs of one train step over all devices, loops counted in full (flops.py): from the compiled
+    step, or for scanned blocks and accumulated gradients from its loop-free twin, lowered only."""
+    if not flops.has_loops(config):
+        return flops.of(compiled) or 0.0
+    twin_config, twin_model = flops.loop_free(config, p.model)
+    twin = dataclasses.replace(p, model=twin_model)
+    lowered, _ = lower_train_step(twin_config, twin, state_spec(twin_config, twin), dropout_key)
+    return flops.of(lowered) or 0.0
+
+
 def train(config, workdir: str, *, force: bool = False) -> dict:
     if "://" in workdir:
         # The workdir is written with local file APIs (workdir.py): a gs:// path would become a local
@@ -177,7 +188,7 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
         # --- Compile ----------------------------------------------------------------------------
         compile_start = time.time()
         compiled, batch_sharding = compile_train_step(config, p, spec, dropout_key)
-        flops_per_step = _flops(compiled) * jax.device_count()
+        flops_per_step = train_step_flops(config, p, compiled, dropout_key)
         print(f"compiled the train step in {time.time() - compile_start:.1f}s; "
               f"{spec.num_params:,} parameters; {flops_per_step / 1e9:.2f} GFLOP per step; "
               f"{parallel.describe(p.mesh, p.rules)}; train state "
@@ -266,11 +277,6 @@ def _check_finite(pending, nan_policy, ckpt):
         f"{where}. Lower the learning rate, set grad_clip_norm, or set nan_policy='skip' to skip such steps.")
 
 
-def _flops(compiled) -> float:
-    cost = compiled.cost_analysis()
-    if isinstance(cost, (list, tuple)):
-        cost = cost[0] if cost else {}
-    return float((cost or {}).get("flops", 0.0))
 
 
 def _summary(results) -> str:
