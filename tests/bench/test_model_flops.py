@@ -18,9 +18,7 @@ TINY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 def _xla_forward_flops(model):
     images = jax.ShapeDtypeStruct((2, *IMAGE), jnp.float32)
     params = jax.eval_shape(model.init, jax.random.key(0), images)
-    cost = jax.jit(model.apply).lower(params, images).compile().cost_analysis()
-    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-    return cost["flops"] / 2
+    return flops.of(jax.jit(model.apply).lower(params, images).compile()) / 2
 
 
 @pytest.mark.parametrize("pool,cls_only", [("tok", True), ("tok", False), ("gap", True)])

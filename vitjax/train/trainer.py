@@ -277,8 +277,6 @@ def _check_finite(pending, nan_policy, ckpt):
         f"{where}. Lower the learning rate, set grad_clip_norm, or set nan_policy='skip' to skip such steps.")
 
 
-
-
 def _summary(results) -> str:
     return (f"test_accuracy={results['test_accuracy']:.4f} after {results['steps']} steps, "
             f"{results['examples_seen']:,} examples, {_duration(results['wall_seconds'])}")
