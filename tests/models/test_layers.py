@@ -1,12 +1,13 @@
-"""The hand-written backward passes (GELU, Dense, LayerNorm) give flax's/JAX's values and gradients,
-and the CPU attention layout (heads-major, fused QKV) gives the same outputs and gradients as jax.nn's."""
+"""The optional kernels of vitjax/models/kernels.py: the hand-written backward passes (GELU, Dense,
+LayerNorm) give flax's/JAX's values and gradients, and the heads-major attention layout gives the same
+outputs and gradients as jax.nn's."""
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from vitjax.models import attention
+from vitjax.models import ViT, attention, kernels
 from vitjax.models.activations import gelu_exact
 from vitjax.models.layers import Dense, LayerNorm
 
@@ -29,7 +30,7 @@ def test_gelu_exact_values_and_gradient_match_jax():
 @pytest.mark.parametrize("features_in, features_out", [(24, 8), (8, 24)])  # both weight-gradient layouts
 def test_dense_matches_flax_dense_with_gradients(features_in, features_out):
     x = jax.random.normal(jax.random.key(0), (3, 5, features_in))
-    ours, theirs = Dense(features_out), nn.Dense(features_out)
+    ours, theirs = Dense(features_out, hand_vjp=True), nn.Dense(features_out)
     params = theirs.init(jax.random.key(1), x)
     params = jax.tree.map(lambda p: p + 0.1 * jax.random.normal(jax.random.key(2), p.shape), params)
 
@@ -42,7 +43,7 @@ def test_dense_matches_flax_dense_with_gradients(features_in, features_out):
 
 def test_layernorm_matches_flax_layernorm_with_gradients():
     x = 3.0 + 2.0 * jax.random.normal(jax.random.key(0), (4, 7, 16))
-    ours, theirs = LayerNorm(epsilon=1e-6), nn.LayerNorm(epsilon=1e-6)
+    ours, theirs = LayerNorm(epsilon=1e-6, hand_vjp=True), nn.LayerNorm(epsilon=1e-6)
     params = theirs.init(jax.random.key(1), x)
     params = jax.tree.map(lambda p: p + 0.3 * jax.random.normal(jax.random.key(2), p.shape), params)
     assert jax.tree.structure(ours.init(jax.random.key(1), x)) == jax.tree.structure(params)
@@ -57,13 +58,12 @@ def test_layernorm_matches_flax_layernorm_with_gradients():
 
 @pytest.mark.parametrize("cross", [False, True])
 def test_heads_major_fused_attention_equals_the_jax_nn_layout(cross):
-    """On CPU MultiHeadAttention takes the heads-major einsum path with fused projections; forcing
-    implementation='xla' takes jax.nn's [batch, length, heads, head_dim] path with the same weights."""
-    assert jax.default_backend() == "cpu"
+    """heads_major=True takes the heads-major einsum path with fused projections; the default takes
+    jax.nn's [batch, length, heads, head_dim] path with the same weights."""
     q = jax.random.normal(jax.random.key(0), (2, 9, 32))
     kv = jax.random.normal(jax.random.key(1), (2, 5, 32)) if cross else q
-    fast = attention.MultiHeadAttention(num_heads=4)
-    plain = attention.MultiHeadAttention(num_heads=4, implementation="xla")
+    fast = attention.MultiHeadAttention(num_heads=4, heads_major=True)
+    plain = attention.MultiHeadAttention(num_heads=4)
     params = fast.init(jax.random.key(2), q, kv)
     params = jax.tree.map(lambda p: p + 0.1 * jax.random.normal(jax.random.key(3), p.shape), params)
 
@@ -73,3 +73,25 @@ def test_heads_major_fused_attention_equals_the_jax_nn_layout(cross):
     _close(fast.apply(params, q, kv), plain.apply(params, q, kv))
     _close(jax.grad(loss, argnums=(1, 2, 3))(fast, params, q, kv),
            jax.grad(loss, argnums=(1, 2, 3))(plain, params, q, kv), tol=1e-4)
+
+
+@pytest.mark.parametrize("kernel", kernels.KERNELS)
+def test_each_model_kernel_gives_the_same_loss_and_gradients(kernel):
+    """A ViT with one hand-written kernel switched on computes what the default computes."""
+    x = jax.random.normal(jax.random.key(0), (3, 8, 8, 2))
+    labels = jax.nn.one_hot(jnp.arange(3), 5)
+
+    def loss_and_grads(kernels_on):
+        model = ViT(num_classes=5, patch_size=4, width=16, depth=2, mlp_dim=24, num_heads=2, head_zero_init=False,
+                    kernels=kernels_on)
+        params = model.init(jax.random.key(1), x)["params"]
+        loss = lambda p: -jnp.mean(jnp.sum(jax.nn.log_softmax(model.apply({"params": p}, x)) * labels, -1))
+        return jax.value_and_grad(loss)(params)
+
+    _close(loss_and_grads((kernel,)), loss_and_grads(()), tol=1e-5)
+
+
+def test_unknown_kernel_names_the_known_ones():
+    model = ViT(num_classes=5, patch_size=4, width=16, depth=1, mlp_dim=24, num_heads=2, kernels=("fast",))
+    with pytest.raises(ValueError, match="unknown model kernels.*layernorm_vjp"):
+        model.init(jax.random.key(0), jnp.zeros((1, 8, 8, 1)))

@@ -1,12 +1,12 @@
-"""Exact (erf) GELU with a hand-written derivative.
+"""Exact (erf) GELU, optionally with a hand-written derivative (the `gelu_vjp` kernel).
 
 GELU(x) = x * Phi(x), with Phi the standard normal CDF: Phi(x) = (1 + erf(x / sqrt 2)) / 2.
 Its derivative is Phi(x) + x * phi(x), with phi the normal density exp(-x^2 / 2) / sqrt(2 pi).
 
-The same function as `jax.nn.gelu(x, approximate=False)` up to float rounding. Only the backward
-pass differs: autodiff through `erf` left XLA:CPU with several passes over the [tokens, mlp]
-activations per block, about twice the time of this closed form, which reads x once and evaluates one
-erf and one exp. Only the input is saved for the backward pass, as with plain autodiff.
+`gelu_exact` is the same function as `jax.nn.gelu(x, approximate=False)` up to float rounding. Only
+the backward pass differs: the closed form reads x once and evaluates one erf and one exp, where
+autodiff through `erf` left XLA:CPU several passes over the [tokens, mlp] activations. Only the input
+is saved for the backward pass, as with plain autodiff.
 """
 import math
 
@@ -37,3 +37,8 @@ def _backward(x, grad):
 
 
 gelu_exact.defvjp(_forward, _backward)
+
+
+def gelu(x, hand_vjp: bool = False):
+    """The exact GELU of the ViT paper and timm; `hand_vjp` takes the closed-form derivative above."""
+    return gelu_exact(x) if hand_vjp else jax.nn.gelu(x, approximate=False)

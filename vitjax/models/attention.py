@@ -71,9 +71,10 @@ def dot_product_attention(
 ):
     """Scaled dot-product attention over [batch, length, heads, head_dim] arrays.
 
-    `implementation`: "auto" takes `jax.nn.dot_product_attention` (XLA, or cuDNN's fused kernel on
-    GPU when the shapes allow) unless the weights are wanted or attention dropout is on, which need
-    the explicit einsum path. Returns the output, or (output, weights) with `return_weights`.
+    `implementation`: "auto" takes `jax.nn.dot_product_attention` with its own default (XLA) unless the
+    weights are wanted or attention dropout is on, which need the explicit einsum path; "cudnn" asks
+    for cuDNN's fused kernel (GPU, bf16/fp16) and "xla" for XLA's, through jax.nn; "einsum" always
+    takes the explicit path. Returns the output, or (output, weights) with `return_weights`.
     `heads_major`: the arrays (and the output) are [batch, heads, length, head_dim]; "auto" then takes
     the einsum path, whose batched products need no transposes in that layout.
     """
@@ -90,7 +91,7 @@ def dot_product_attention(
         raise ValueError(f"mask must be boolean (True = attend), got dtype {mask.dtype}; use mask.astype(bool)")
     use_dropout = dropout_rate > 0.0 and dropout_rng is not None
     if implementation == "auto":
-        implementation = "einsum" if (return_weights or use_dropout or heads_major) else "xla_or_cudnn"
+        implementation = "einsum" if (return_weights or use_dropout or heads_major) else "jax_default"
     if implementation == "einsum" or return_weights or use_dropout:
         weights = attention_weights(query, key, mask=mask, bias=bias, is_causal=is_causal,
                                     heads_major=heads_major)
@@ -106,9 +107,9 @@ def dot_product_attention(
                                     is_causal=is_causal, implementation=implementation)
         return to_tokens(out)
 
-    chosen = None if implementation == "xla_or_cudnn" else implementation
-    if chosen is None and jax.default_backend() == "gpu":
-        chosen = _cudnn_if_supported(query)
+    chosen = None if implementation == "jax_default" else implementation
+    if chosen == "cudnn":
+        _check_cudnn(query)
     if is_causal and query.shape[1] != key.shape[1]:
         # jax.nn aligns its causal mask to the start (query i sees keys 0..i); ours aligns to the end.
         mask, is_causal = _combined_mask(mask, True, query.shape[1], key.shape[1]), False
@@ -120,11 +121,13 @@ def dot_product_attention(
     return out
 
 
-def _cudnn_if_supported(query):
+def _check_cudnn(query):
     # cuDNN's fused kernel takes fp16/bf16 only and head dims that are multiples of 8, up to 256.
     head_dim = query.shape[-1]
-    ok = query.dtype in (jnp.bfloat16, jnp.float16) and head_dim % 8 == 0 and head_dim <= 256
-    return "cudnn" if ok else None
+    if query.dtype not in (jnp.bfloat16, jnp.float16) or head_dim % 8 or head_dim > 256:
+        raise ValueError(f"attention implementation 'cudnn' needs bfloat16 or float16 inputs and a head "
+                         f"dimension that is a multiple of 8 up to 256; got {query.dtype} with head dimension "
+                         f"{head_dim}. Set dtype='bfloat16' and a fitting width/num_heads, or use 'auto'")
 
 
 class HeadsProjection(nn.Module):
@@ -205,12 +208,16 @@ class MultiHeadAttention(nn.Module):
     values from z; the output has the queries' length. The attention weights are recorded with
     `sow` into 'intermediates' whenever that collection is mutable, for example
     `model.apply(variables, x, mutable=["intermediates"])`.
+
+    `heads_major`: with the einsum path ("auto" or "einsum") and [batch, length, width] inputs, compute
+    in [batch, heads, length, head_dim] layout (the `heads_major` kernel of vitjax/models/kernels.py).
     """
     num_heads: int
     dropout_rate: float = 0.0
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
     implementation: Implementation = "auto"
+    heads_major: bool = False
 
     @nn.compact
     def __call__(self, inputs_q, inputs_kv=None, *, mask=None, bias=None, is_causal=False,
@@ -222,9 +229,7 @@ class MultiHeadAttention(nn.Module):
         dtypes = dict(dtype=self.dtype, param_dtype=self.param_dtype)
         projections = [HeadsProjection(self.num_heads, head_dim, name=name, **dtypes)
                        for name in ("query", "key", "value")]
-        # On CPU the einsum path in [batch, heads, length, head_dim] layout avoided a transpose of q, k,
-        # v and the output each (measured ~6-10% of a ViT-Ti train step); GPUs keep jax.nn's layout.
-        heads_major = (self.implementation in ("auto", "einsum") and jax.default_backend() == "cpu"
+        heads_major = (self.heads_major and self.implementation in ("auto", "einsum")
                        and inputs_q.ndim == 3 and inputs_kv.ndim == 3)
         if inputs_kv is inputs_q:  # self-attention: one product for all three
             query, key, value = fused_projections(inputs_q, projections, self.dtype, heads_major)

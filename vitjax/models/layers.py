@@ -1,17 +1,13 @@
-"""Dense and LayerNorm with hand-written backward passes (same parameters and values as flax's).
+"""Dense and LayerNorm, with optional hand-written backward passes (same parameters and values as flax's).
 
 Both compute exactly what `nn.Dense` / `nn.LayerNorm(epsilon=1e-6)` compute and create the same
 parameters (`kernel` [in, out] and `bias`; `scale` and `bias`), so checkpoints and the official
-`.npz` files load unchanged. What differs is the backward pass, written out instead of derived by
-autodiff, because of how XLA:CPU compiled the derived one (profiles of a ViT-Ti train step):
+`.npz` files load unchanged. With `hand_vjp=True` the backward pass is written out instead of
+derived by autodiff (the `dense_vjp` and `layernorm_vjp` kernels of vitjax/models/kernels.py):
 
-* Dense: the weight gradient x^T g is a product over all tokens. XLA:CPU ran it about 1.4x faster
-  when the longer of the two weight dimensions is the output's last one ([192, 768] at 114 GFLOP/s,
-  [768, 192] at 82 on one core), so on CPU the other case is computed transposed and the small result
-  transposed back. The bias gradient is a plain sum.
-* LayerNorm: autodiff left a dozen passes over the activations per norm, one of them materialising
-  the scale broadcast to the activations' shape; the closed form needs two row reductions and one
-  elementwise pass.
+* Dense: the weight gradient x^T g is a product over all tokens; when the input is wider than the
+  output it is computed as (g^T x)^T, the orientation XLA:CPU ran faster.
+* LayerNorm: the closed form needs two row reductions and one elementwise pass.
 """
 from functools import partial
 from typing import Any, Callable
@@ -22,9 +18,9 @@ import jax.numpy as jnp
 
 
 def _weight_gradient(x2, g2):
-    """x2^T g2 ([in, out]) for x2 [tokens, in], g2 [tokens, out]."""
-    if jax.default_backend() == "cpu" and x2.shape[1] > g2.shape[1]:
-        # The barrier keeps XLA from folding the transpose back into the product (see the docstring).
+    """x2^T g2 ([in, out]) for x2 [tokens, in], g2 [tokens, out]; the longer dimension last."""
+    if x2.shape[1] > g2.shape[1]:
+        # The barrier keeps XLA from folding the transpose back into the product.
         return jax.lax.optimization_barrier(g2.T @ x2).T
     return x2.T @ g2
 
@@ -50,8 +46,9 @@ dense.defvjp(_dense_forward, _dense_backward)
 
 
 class Dense(nn.Module):
-    """`nn.Dense` over the last axis (kernel [in, out], bias [out]) with the backward pass above."""
+    """`nn.Dense` over the last axis (kernel [in, out], bias [out]); `hand_vjp`: the backward pass above."""
     features: int
+    hand_vjp: bool = False
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
     kernel_init: Callable = nn.initializers.lecun_normal()
@@ -62,7 +59,7 @@ class Dense(nn.Module):
         kernel = self.param("kernel", self.kernel_init, (x.shape[-1], self.features), self.param_dtype)
         bias = self.param("bias", self.bias_init, (self.features,), self.param_dtype)
         x, kernel, bias = nn.dtypes.promote_dtype(x, kernel, bias, dtype=self.dtype)
-        return dense(x, kernel, bias)
+        return dense(x, kernel, bias) if self.hand_vjp else jnp.dot(x, kernel) + bias
 
 
 def _stats_dtype(dtype):
@@ -101,8 +98,9 @@ layer_norm.defvjp(lambda x, scale, bias, epsilon: _layer_norm_forward(x, scale, 
 
 
 class LayerNorm(nn.Module):
-    """`nn.LayerNorm` over the last axis (parameters `scale` and `bias`) with the backward pass above."""
+    """`nn.LayerNorm` over the last axis (parameters `scale` and `bias`); `hand_vjp`: the backward pass above."""
     epsilon: float = 1e-6
+    hand_vjp: bool = False
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
 
@@ -111,4 +109,7 @@ class LayerNorm(nn.Module):
         features = x.shape[-1]
         scale = self.param("scale", nn.initializers.ones, (features,), self.param_dtype)
         bias = self.param("bias", nn.initializers.zeros, (features,), self.param_dtype)
-        return layer_norm(x.astype(self.dtype), scale, bias, self.epsilon)
+        x = x.astype(self.dtype)
+        if self.hand_vjp:
+            return layer_norm(x, scale, bias, self.epsilon)
+        return _layer_norm_forward(x, scale, bias, self.epsilon)[0]

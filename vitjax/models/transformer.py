@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from vitjax.models.activations import gelu_exact
+from vitjax.models.activations import gelu
 from vitjax.models.attention import Implementation, MultiHeadAttention
 from vitjax.models.layers import Dense, LayerNorm
 from vitjax.models.posemb import AddPositionEmbedding, Kind as PosembKind
@@ -29,13 +29,15 @@ REMAT_POLICIES = tuple(name for name in (
     if hasattr(jax.checkpoint_policies, name))
 
 
-def make_norm(kind: Norm, dtype, param_dtype, *, index: int = 0, name: str | None = None):
+def make_norm(kind: Norm, dtype, param_dtype, *, index: int = 0, name: str | None = None, kernels=()):
     """LayerNorm (mean and variance over channels) or RMSNorm (root mean square only), eps 1e-6.
 
     Unnamed norms are called `LayerNorm_{index}` / `RMSNorm_{index}`, as in the official checkpoints.
+    `kernels`: names from vitjax/models/kernels.py ('layernorm_vjp' applies here).
     """
     if kind == "layernorm":
-        return LayerNorm(epsilon=1e-6, dtype=dtype, param_dtype=param_dtype, name=name or f"LayerNorm_{index}")
+        return LayerNorm(epsilon=1e-6, dtype=dtype, param_dtype=param_dtype, name=name or f"LayerNorm_{index}",
+                         hand_vjp="layernorm_vjp" in kernels)
     if kind == "rmsnorm":
         return nn.RMSNorm(epsilon=1e-6, dtype=dtype, param_dtype=param_dtype, name=name or f"RMSNorm_{index}")
     raise ValueError(f"unknown norm {kind!r}; choose 'layernorm' or 'rmsnorm'")
@@ -68,17 +70,18 @@ class MlpBlock(nn.Module):
     deterministic: bool = True
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
+    kernels: tuple[str, ...] = ()  # names from vitjax/models/kernels.py
 
     @nn.compact
     def __call__(self, x):
         width = x.shape[-1]
-        dense = dict(dtype=self.dtype, param_dtype=self.param_dtype,
+        dense = dict(dtype=self.dtype, param_dtype=self.param_dtype, hand_vjp="dense_vjp" in self.kernels,
                      bias_init=nn.initializers.normal(stddev=1e-6))
         x = Dense(self.mlp_dim, kernel_init=nn.with_logical_partitioning(
             nn.initializers.xavier_uniform(), ("embed", "mlp")), name="Dense_0", **dense)(x)
         x = nn.with_logical_constraint(x, ("batch", "length", "mlp"))
         # Exact (erf) GELU as in the paper's definition and timm; tanh-approximate differs by ~1e-3.
-        x = gelu_exact(x)
+        x = gelu(x, hand_vjp="gelu_vjp" in self.kernels)
         x = nn.Dropout(self.dropout_rate)(x, deterministic=self.deterministic)
         x = Dense(width, kernel_init=nn.with_logical_partitioning(
             nn.initializers.xavier_uniform(), ("mlp", "embed")), name="Dense_1", **dense)(x)
@@ -96,19 +99,20 @@ class _BlockBase(nn.Module):
     attention_implementation: Implementation = "auto"
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
+    kernels: tuple[str, ...] = ()  # names from vitjax/models/kernels.py
 
     def _attention(self, index):
         return MultiHeadAttention(
             num_heads=self.num_heads, dropout_rate=self.attention_dropout_rate, dtype=self.dtype,
             param_dtype=self.param_dtype, implementation=self.attention_implementation,
-            name=f"MultiHeadDotProductAttention_{index}")
+            heads_major="heads_major" in self.kernels, name=f"MultiHeadDotProductAttention_{index}")
 
     def _residual(self, x, norm_index, sublayer, droppath_rate, rows=None):
         """x + sublayer(norm(x)) (pre-norm) or norm(x + sublayer(x)) (post-norm).
 
         `rows`: the sublayer returns only the first `rows` tokens, so only those are kept.
         """
-        norm = make_norm(self.norm, self.dtype, self.param_dtype, index=norm_index)
+        norm = make_norm(self.norm, self.dtype, self.param_dtype, index=norm_index, kernels=self.kernels)
         drop = nn.Dropout(self.dropout_rate)
         droppath = DropPath(self.deterministic)
         if self.norm_position == "pre":
@@ -121,7 +125,7 @@ class _BlockBase(nn.Module):
 
     def _mlp(self):
         return MlpBlock(self.mlp_dim, self.dropout_rate, self.deterministic, self.dtype,
-                        self.param_dtype, name="MlpBlock_0")
+                        self.param_dtype, self.kernels, name="MlpBlock_0")
 
 
 class EncoderBlock(_BlockBase):
@@ -228,19 +232,20 @@ class _StackBase(nn.Module):
     attention_implementation: Implementation = "auto"
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
+    kernels: tuple[str, ...] = ()  # names from vitjax/models/kernels.py
 
     def _block_kwargs(self, train):
         return dict(mlp_dim=self.mlp_dim, num_heads=self.num_heads, dropout_rate=self.dropout_rate,
                     attention_dropout_rate=self.attention_dropout_rate, norm=self.norm,
                     norm_position=self.norm_position, deterministic=not train,
                     attention_implementation=self.attention_implementation, dtype=self.dtype,
-                    param_dtype=self.param_dtype)
+                    param_dtype=self.param_dtype, kernels=self.kernels)
 
     def _final_norm(self, x, name):
         # Post-norm stacks already end on a norm; pre-norm ones need one after the last residual.
         if self.norm_position == "post":
             return x
-        return make_norm(self.norm, self.dtype, self.param_dtype, name=name)(x)
+        return make_norm(self.norm, self.dtype, self.param_dtype, name=name, kernels=self.kernels)(x)
 
 
 class Encoder(_StackBase):

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import flax.linen as nn
 import jax.numpy as jnp
 
-from vitjax.models import bit
+from vitjax.models import bit, kernels as model_kernels
 from vitjax.models.attention import Implementation, MultiHeadAttention, check_heads
 from vitjax.models.posemb import KINDS as POSEMB_KINDS, Kind as PosembKind
 from vitjax.models.transformer import Encoder, MlpBlock, Norm, NormPosition
@@ -111,6 +111,7 @@ class ViT(nn.Module):
     `cls_only_last_block`: with token pooling, an unrolled stack's last block computes the CLS row
     alone, the only one the head reads (the same logits and gradients; ~7% fewer FLOPs for ViT-Ti,
     ~13% for the default Fashion-MNIST model). False computes every row, as timm does.
+    `kernels`: hand-written kernels to use (vitjax/models/kernels.py); none by default.
     """
     num_classes: int
     variant: str | None = None
@@ -133,6 +134,7 @@ class ViT(nn.Module):
     scan: bool = False
     remat_policy: str | None = None
     attention_implementation: Implementation = "auto"
+    kernels: tuple[str, ...] = ()
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
 
@@ -153,6 +155,7 @@ class ViT(nn.Module):
         """Raises ValueError for inputs this configuration cannot take (no compilation needed)."""
         size, patch = self.dims()
         check_heads(size.width, size.num_heads)
+        model_kernels.check(self.kernels)
         if len(image_shape) != 3:
             raise ValueError(f"images must be [batch, height, width, channels]; got a single image "
                              f"shape of rank {len(image_shape)}: {tuple(image_shape)}")
@@ -204,7 +207,8 @@ class ViT(nn.Module):
             dropout_rate=self.dropout_rate, attention_dropout_rate=self.attention_dropout_rate,
             droppath_rate=self.droppath_rate, norm=self.norm, norm_position=self.norm_position,
             scan=self.scan, remat_policy=self.remat_policy,
-            attention_implementation=self.attention_implementation, posemb=self.posemb,
+            attention_implementation=self.attention_implementation, kernels=tuple(self.kernels),
+            posemb=self.posemb,
             posemb_grid=(rows, cols), num_prefix_tokens=num_prefix, output_tokens=output_tokens,
             name="Transformer", **dtypes,
         )(x, train=train)

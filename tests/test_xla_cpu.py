@@ -1,0 +1,166 @@
+"""vitjax/xla_cpu.py: the CPU runtime choices happen only when the CLI asks, only on the CPU, and say so."""
+import os
+import subprocess
+import sys
+
+import ml_collections
+import pytest
+
+from tests.train import tiny_config
+from vitjax import xla_cpu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LIBRARY = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
+CPU = {"JAX_PLATFORMS": "cpu"}
+
+
+def _clean_env(**extra):
+    drop = ("LD_PRELOAD", "VITJAX_TCMALLOC_ACTIVE", "XLA_FLAGS", "JAX_NUM_CPU_DEVICES", "VITJAX_CPU_DEVICES",
+            "VITJAX_XLA_CPU_DEFAULTS", "VITJAX_TCMALLOC")
+    return {**{k: v for k, v in os.environ.items() if k not in drop}, **extra}
+
+
+def test_importing_vitjax_and_its_models_changes_no_environment_variable():
+    script = ("import os, json; before = dict(os.environ); import vitjax, vitjax.models, vitjax.xla_cpu, "
+              "vitjax.cli; print(json.dumps(dict(os.environ) == before))")
+    out = subprocess.run([sys.executable, "-c", script], env=_clean_env(), capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout
+    assert out.strip().splitlines()[-1] == "true"
+
+
+def test_no_model_module_asks_for_the_backend():
+    models_dir = os.path.join(ROOT, "vitjax", "models")
+    for name in sorted(os.listdir(models_dir)):
+        if name.endswith(".py"):
+            with open(os.path.join(models_dir, name)) as f:
+                assert "default_backend" not in f.read(), name
+
+
+@pytest.mark.parametrize("environ, expected", [
+    ({"JAX_PLATFORMS": "cpu"}, True),
+    ({"JAX_PLATFORMS": "cuda,cpu"}, False),
+    ({"JAX_PLATFORMS": "tpu"}, False),
+])
+def test_backend_prediction_follows_jax_platforms(environ, expected):
+    assert xla_cpu.backend_will_be_cpu(environ) is expected
+
+
+def test_preload_env_names_the_library_and_marks_the_process():
+    env = xla_cpu.preload_env({"PATH": "/bin", **CPU}, LIBRARY)
+    assert env["LD_PRELOAD"] == LIBRARY and env["PATH"] == "/bin"
+    assert xla_cpu.preload_env(env, LIBRARY) is None  # the re-executed process does not do it again
+
+
+@pytest.mark.parametrize("environ, library", [
+    ({"VITJAX_TCMALLOC": "0", **CPU}, LIBRARY),
+    ({"LD_PRELOAD": "/opt/my/libjemalloc.so", **CPU}, LIBRARY),  # the user's own preload wins
+    ({"JAX_PLATFORMS": "cuda"}, LIBRARY),  # accelerator hosts keep their allocator
+    (CPU, None),  # no tcmalloc on this system
+])
+def test_preload_env_leaves_the_process_alone(environ, library):
+    assert xla_cpu.preload_env(environ, library) is None
+
+
+@pytest.mark.skipif(xla_cpu.find_tcmalloc() is None, reason="no tcmalloc here (Debian: libtcmalloc-minimal4)")
+def test_reexec_runs_under_tcmalloc_and_children_do_not_inherit_it():
+    script = ("import os, sys; from vitjax import xla_cpu; xla_cpu.reexec_under_tcmalloc(); "
+              "print(xla_cpu.tcmalloc_loaded(), 'LD_PRELOAD' in os.environ, sys.argv[1:])")
+    env = _clean_env(**CPU)
+    out = subprocess.run([sys.executable, "-c", script, "a", "--b=1"], env=env, capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout
+    assert out.strip() == "True False ['a', '--b=1']"
+    off = subprocess.run([sys.executable, "-c", script], env={**env, "VITJAX_TCMALLOC": "0"},
+                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert off.strip() == "False False []"
+
+
+def _config(batch=128, eval_batch=500, accum=1):
+    config = tiny_config.get_config()
+    config.batch_size, config.eval_batch_size, config.grad_accum_steps = batch, eval_batch, accum
+    return config
+
+
+@pytest.mark.parametrize("batch, eval_batch, accum, wanted, count", [
+    (128, 500, 1, 4, 4),
+    (128, 500, 16, 4, 4),   # micro-batch 8
+    (128, 500, 64, 4, 2),   # micro-batch 2
+    (6, 500, 1, 4, 2),
+    (128, 250, 1, 4, 2),    # the eval batch must split too
+    (3, 500, 1, 4, 1),
+    (96, 96, 1, 6, 6),
+    (32, 32, 1, 6, 1),      # 6, then 3, then 1
+    (1, 1, 1, 1, 1),
+])
+def test_device_count_divides_every_batch(batch, eval_batch, accum, wanted, count):
+    assert xla_cpu.device_count_for(_config(batch, eval_batch, accum), wanted) == count
+
+
+@pytest.mark.parametrize("environ, wanted", [
+    ({}, xla_cpu.DEFAULT_DEVICES),
+    ({"VITJAX_CPU_DEVICES": "1"}, 1),
+    ({"VITJAX_CPU_DEVICES": " 8 "}, 8),
+    ({"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}, None),  # the user's own count wins
+    ({"JAX_NUM_CPU_DEVICES": "2"}, None),
+])
+def test_requested_device_count(environ, wanted):
+    assert xla_cpu.requested_devices(environ) == wanted
+
+
+@pytest.mark.parametrize("value", ["0", "four", "-2"])
+def test_bad_device_request_names_the_variable(value):
+    with pytest.raises(ValueError, match="VITJAX_CPU_DEVICES"):
+        xla_cpu.requested_devices({"VITJAX_CPU_DEVICES": value})
+
+
+_CHOOSE = """
+import json, sys
+from tests.train import tiny_config
+from vitjax import xla_cpu
+config = tiny_config.get_config()
+for arg in sys.argv[1:]:
+    exec(arg)
+config.lock()
+choices = xla_cpu.choose(config)
+import jax
+print(json.dumps({"devices": jax.device_count(), "kernels": list(config.model.get("kernels", ["<absent>"])),
+                  "options": dict(config.compiler_options)}))
+"""
+
+
+def _choose(*statements, **env):
+    run = subprocess.run([sys.executable, "-c", _CHOOSE, *statements], env=_clean_env(**CPU, **env),
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    import json
+    lines = run.stdout.strip().splitlines()
+    return lines[:-1], json.loads(lines[-1])
+
+
+def test_choose_applies_the_cpu_defaults_and_says_so_once():
+    printed, chosen = _choose()
+    assert chosen["devices"] == 4
+    assert tuple(chosen["kernels"]) == xla_cpu.MODEL_KERNELS
+    assert chosen["options"] == xla_cpu.COMPILER_OPTIONS
+    assert len(printed) == 1 and printed[0].startswith("CPU: 4 XLA devices") and "VITJAX_CPU_DEVICES=1" in printed[0]
+
+
+def test_the_config_and_the_environment_win():
+    printed, chosen = _choose("config.model.kernels = ()",
+                              "config.compiler_options = {'xla_cpu_enable_fast_math': False}")
+    assert chosen["kernels"] == [] and chosen["options"] == {"xla_cpu_enable_fast_math": False}
+    assert "model kernels" not in printed[0] and "XLA options" not in printed[0]
+    printed, chosen = _choose(VITJAX_CPU_DEVICES="1", VITJAX_XLA_CPU_DEFAULTS="0")
+    assert chosen == {"devices": 1, "kernels": ["<absent>"], "options": {}}
+    assert printed == ["CPU: 1 XLA devices (off: VITJAX_TCMALLOC=0, VITJAX_CPU_DEVICES=1, "
+                       "VITJAX_XLA_CPU_DEFAULTS=0; why: vitjax/xla_cpu.py)"]
+
+
+def test_an_explicit_mesh_keeps_jax_single_device():
+    _, chosen = _choose("config.mesh.fsdp = -1", "config.mesh.data = 1")
+    assert chosen["devices"] == 1
+
+
+def test_nothing_is_chosen_for_an_accelerator_backend(monkeypatch):
+    monkeypatch.setenv("JAX_PLATFORMS", "tpu")  # predicted without starting JAX, so nothing is touched
+    config = ml_collections.ConfigDict({"mesh": dict(xla_cpu.DEFAULT_MESH)})
+    assert xla_cpu.choose(config) == xla_cpu.Choices(tcmalloc=xla_cpu.tcmalloc_loaded())

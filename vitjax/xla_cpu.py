@@ -1,0 +1,207 @@
+"""The CPU-only runtime choices of `vitjax train` and `vitjax bench`, made in one place, by the CLI.
+
+    vitjax train ...                       # on a CPU host prints e.g.
+    CPU: tcmalloc, 4 XLA devices, XLA options {...}, model kernels (...) (off: VITJAX_TCMALLOC=0, ...)
+
+Importing this module changes nothing. The CLI calls, in this order and only for those two commands:
+  1. `reexec_under_tcmalloc()` first thing, when the backend will be the CPU (`backend_will_be_cpu`):
+     the command re-executes itself once with LD_PRELOAD naming tcmalloc, then takes LD_PRELOAD out of
+     its environment again so that its own subprocesses start as the user started it;
+  2. `choose(config)` before JAX's backends start: the XLA:CPU device count, and, once the backend is
+     known to be the CPU, the per-compilation XLA options (`config.compiler_options`) and the model's
+     hand-written kernels (`config.model.kernels`) that the config does not set itself; it prints
+     what it chose, once.
+Accelerator hosts get none of it. Each choice has an environment variable that turns it off, and a
+user's own setting of the same thing (LD_PRELOAD, XLA_FLAGS' device count, JAX_NUM_CPU_DEVICES,
+config values) always wins. The measurements behind each choice, on the project's 2-core machines,
+are in experiments/results/bench/README.md:
+  * tcmalloc keeps the freed buffers of each step for reuse where glibc's malloc unmaps and faults
+    them in again (the default config's train step: 1.7x faster);
+  * 4 XLA devices trained data-parallel overlap one quarter's small, memory-bound operations with
+    another's work (+16% on the default config, less or nothing for bigger models); the count halves
+    until it divides the (micro-)batch and the eval batch;
+  * YNNPACK for reductions only (jaxlib 0.10), so matmuls go to Eigen and elementwise chains to XLA's
+    fusions (the default config's train step 1.09x faster);
+  * the model kernels of vitjax/models/kernels.py.
+"""
+import dataclasses
+import glob
+import importlib.metadata
+import os
+import sys
+
+ENV_TCMALLOC = "VITJAX_TCMALLOC"          # 0: glibc's malloc
+ENV_DEVICES = "VITJAX_CPU_DEVICES"        # N: that many devices; 1: JAX's single device
+ENV_DEFAULTS = "VITJAX_XLA_CPU_DEFAULTS"  # 0: no XLA options, no model kernels
+
+DEFAULT_DEVICES = 4
+DEFAULT_MESH = {"data": -1, "fsdp": 1, "model": 1}
+# Per-compilation options (jax.jit's compiler_options), for the jaxlib versions they were measured on:
+# an option a jaxlib does not know fails the compilation.
+COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_REDUCE"}
+MEASURED_JAXLIB = ("0.10.",)
+MODEL_KERNELS = ("layernorm_vjp", "heads_major")
+
+_TCMALLOC_PATTERNS = ("/usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4", "/usr/lib64/libtcmalloc_minimal.so.4",
+                      "/usr/lib/libtcmalloc_minimal.so.4")
+_MARK = "VITJAX_TCMALLOC_ACTIVE"  # set for the re-executed process, which then never re-executes
+_ACCELERATOR_PLUGINS = ("jax-cuda12-plugin", "jax-cuda13-plugin", "jax-rocm60-plugin", "jax-rocm7-plugin",
+                        "libtpu", "libtpu-nightly")
+
+
+def backend_will_be_cpu(environ=None) -> bool:
+    """Whether JAX will pick its CPU backend, judged without starting JAX: JAX_PLATFORMS when set,
+    else whether an accelerator plugin (CUDA, ROCm, TPU) is installed."""
+    environ = os.environ if environ is None else environ
+    platforms = environ.get("JAX_PLATFORMS", "").strip()
+    if platforms:
+        return platforms.split(",")[0].strip() == "cpu"
+    for name in _ACCELERATOR_PLUGINS:
+        try:
+            importlib.metadata.version(name)
+            return False
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return True
+
+
+def find_tcmalloc() -> str | None:
+    for pattern in _TCMALLOC_PATTERNS:
+        found = sorted(glob.glob(pattern))
+        if found:
+            return found[0]
+    return None
+
+
+def preload_env(environ: dict, library: str | None) -> dict | None:
+    """The environment to re-execute with, or None when the process should run as it is."""
+    if (not sys.platform.startswith("linux") or library is None or environ.get(ENV_TCMALLOC, "1") == "0"
+            or environ.get("LD_PRELOAD") or environ.get(_MARK) or not backend_will_be_cpu(environ)):
+        return None
+    # tcmalloc reports every allocation above 1 GiB on stderr by default; large models make many.
+    return {**environ, "LD_PRELOAD": library, _MARK: "1",
+            "TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD": environ.get("TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD",
+                                                                 str(1 << 40))}
+
+
+def reexec_under_tcmalloc() -> None:
+    """Replaces this process by the same command under tcmalloc when that applies; returns otherwise.
+
+    In the re-executed process it only takes LD_PRELOAD (and its mark) out of os.environ: the library
+    is loaded by then, and children (a sweep's runs, torch's compile workers) should not inherit it.
+    """
+    if os.environ.get(_MARK):
+        os.environ.pop(_MARK)
+        os.environ.pop("LD_PRELOAD", None)
+        return
+    env = preload_env(dict(os.environ), find_tcmalloc())
+    if env is None:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], env)
+
+
+def tcmalloc_loaded() -> bool:
+    try:
+        with open("/proc/self/maps") as maps:
+            return "libtcmalloc" in maps.read()
+    except OSError:
+        return False
+
+
+def requested_devices(environ=None) -> int | None:
+    """The device count asked for: VITJAX_CPU_DEVICES, else DEFAULT_DEVICES; None when the user set one
+    for JAX (XLA_FLAGS' --xla_force_host_platform_device_count or JAX_NUM_CPU_DEVICES)."""
+    environ = os.environ if environ is None else environ
+    if "--xla_force_host_platform_device_count" in environ.get("XLA_FLAGS", "") or environ.get("JAX_NUM_CPU_DEVICES"):
+        return None
+    raw = environ.get(ENV_DEVICES, "").strip()
+    if not raw:
+        return DEFAULT_DEVICES
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{ENV_DEVICES}={raw!r} must be a positive integer (1 keeps JAX's single CPU device)")
+    return int(raw)
+
+
+def device_count_for(config, wanted: int) -> int:
+    """The largest count <= `wanted`, halving, whose devices split every batch of `config` evenly."""
+    batches = [config.batch_size // config.grad_accum_steps, config.eval_batch_size]
+    count = wanted
+    while count > 1 and any(batch % count for batch in batches):
+        count //= 2
+    return count
+
+
+@dataclasses.dataclass
+class Choices:
+    """What `choose` applied (None / empty: left alone)."""
+    tcmalloc: bool = False
+    devices: int | None = None
+    compiler_options: dict = dataclasses.field(default_factory=dict)
+    kernels: tuple = ()
+
+    def describe(self) -> str | None:
+        parts = (["tcmalloc"] if self.tcmalloc else []) + ([f"{self.devices} XLA devices"] if self.devices else [])
+        parts += [f"XLA options {self.compiler_options}"] if self.compiler_options else []
+        parts += [f"model kernels {self.kernels}"] if self.kernels else []
+        if not parts:
+            return None
+        return (f"CPU: {', '.join(parts)} (off: {ENV_TCMALLOC}=0, {ENV_DEVICES}=1, {ENV_DEFAULTS}=0; "
+                f"why: vitjax/xla_cpu.py)")
+
+
+def choose(config) -> Choices:
+    """Applies the CPU choices to JAX and `config` (unlocked where needed) before JAX's backends start.
+
+    Call after jax.distributed is initialised (or not used) and before anything touches a device.
+    """
+    import jax
+
+    choices = Choices(tcmalloc=tcmalloc_loaded())
+    if not backend_will_be_cpu():
+        return choices
+    choices.devices = _set_device_count(jax, config)
+    if jax.default_backend() != "cpu":  # starts the backends: the device count is fixed from here on
+        return Choices()
+    if os.environ.get(ENV_DEFAULTS, "1") != "0":
+        choices.compiler_options = _set_compiler_options(jax, config)
+        choices.kernels = _set_model_kernels(config)
+    message = choices.describe()
+    if message and jax.process_index() == 0:
+        print(message, flush=True)
+    return choices
+
+
+def _set_device_count(jax, config) -> int | None:
+    wanted = requested_devices()
+    if wanted is None or dict(config.mesh) != DEFAULT_MESH or jax.distributed.is_initialized():
+        return None  # the user's count, an explicit mesh, or a multi-process run names its own devices
+    count = device_count_for(config, wanted)
+    try:
+        jax.config.update("jax_num_cpu_devices", count)
+    except RuntimeError:  # a caller in this process started JAX's backends first: their devices stay
+        return None
+    return count
+
+
+def _set_compiler_options(jax, config) -> dict:
+    import jaxlib
+
+    if config.compiler_options or not jaxlib.__version__.startswith(MEASURED_JAXLIB):
+        return {}
+    with config.unlocked():
+        config.compiler_options = dict(COMPILER_OPTIONS)
+    return dict(COMPILER_OPTIONS)
+
+
+def _set_model_kernels(config) -> tuple:
+    from vitjax import models
+
+    family = models.FAMILIES.get(config.model_name)
+    takes_kernels = family is not None and "kernels" in {f.name for f in dataclasses.fields(family)}
+    if not takes_kernels or "kernels" in config.model:
+        return ()
+    with config.model.unlocked():
+        config.model.kernels = MODEL_KERNELS
+    return MODEL_KERNELS
