@@ -89,7 +89,9 @@ def main(argv=None):
                         add_help=False)
     evaluate = commands.add_parser("eval", help="re-evaluate a trained run or a checkpoint")
     evaluate.add_argument("--workdir", required=True)
-    evaluate.add_argument("--checkpoint", default=None, help="a checkpoint step directory (default: the newest)")
+    evaluate.add_argument("--checkpoint", default=None,
+                          help="a checkpoints/<step> directory, or another run's workdir or checkpoints/ directory "
+                               "(default: the newest good checkpoint in --workdir)")
     from vitjax.evaluate import fewshot  # cheap: numpy only until it runs
     fewshot.add_args(evaluate)
     prepare = commands.add_parser("data", help="prepare a dataset offline")

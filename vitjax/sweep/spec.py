@@ -24,7 +24,7 @@ import warnings
 
 from vitjax.evaluate import fewshot
 from vitjax.train import config_files
-from vitjax.train.workdir import flatten
+from vitjax.rundir import flatten
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
