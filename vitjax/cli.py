@@ -62,10 +62,11 @@ def _train(argv):
 
 
 def _eval(args):
-    from vitjax.evaluate import fewshot, run
+    from vitjax.evaluate import fewshot
+    from vitjax.train import reevaluate
     try:
         probe = fewshot.settings_from_args(args)  # None unless --fewshot or --fewshot_only
-        results = {} if args.fewshot_only else run.evaluate_workdir(args.workdir, checkpoint=args.checkpoint)
+        results = {} if args.fewshot_only else reevaluate.evaluate_workdir(args.workdir, checkpoint=args.checkpoint)
         if probe is not None:
             results.update(fewshot.fewshot_workdir(args.workdir, checkpoint=args.checkpoint, **probe))
     except (ValueError, FileNotFoundError) as error:

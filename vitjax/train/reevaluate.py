@@ -1,4 +1,10 @@
-"""`vitjax eval`: re-evaluate a trained run, or one of its checkpoints, on its test split."""
+"""`vitjax eval`: re-evaluate a trained run, or one of its checkpoints, on its test split.
+
+Here in train, not in evaluate, because it restores the run's whole train state exactly as the
+trainer does (its plan, state spec and Checkpointer, checksums checked, a corrupt step set aside):
+train may import evaluate (the trainer evaluates), and evaluate imports nothing of train. The
+few-shot probe needs only the parameters, so `fewshot_workdir` stays in evaluate.
+"""
 import flax.linen as nn
 import jax
 
