@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from tests.train import tiny_config
-from vitjax import cpu_devices
-from vitjax.train import init_from
+from vitjax import cpu_devices, rundir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
@@ -84,7 +83,7 @@ def test_train_on_four_devices_then_restore_elsewhere(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     assert "mesh data=4 fsdp=1 model=1" in run.stdout
     # Fine-tuning, few-shot and analysis read the parameters in this process (one CPU device).
-    params = init_from.read_checkpoint_params(workdir)
+    params = rundir.read_checkpoint_params(workdir)
     assert all(isinstance(leaf, np.ndarray) for leaf in jax.tree.leaves(params))
     assert params["head"]["kernel"].shape == (32, 4)
     # `vitjax eval` restores the train state in a process of its own, here with two devices.

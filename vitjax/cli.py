@@ -62,10 +62,11 @@ def _train(argv):
 
 
 def _eval(args):
-    from vitjax.evaluate import fewshot, run
+    from vitjax.evaluate import fewshot
+    from vitjax.train import reevaluate
     try:
         probe = fewshot.settings_from_args(args)  # None unless --fewshot or --fewshot_only
-        results = {} if args.fewshot_only else run.evaluate_workdir(args.workdir, checkpoint=args.checkpoint)
+        results = {} if args.fewshot_only else reevaluate.evaluate_workdir(args.workdir, checkpoint=args.checkpoint)
         if probe is not None:
             results.update(fewshot.fewshot_workdir(args.workdir, checkpoint=args.checkpoint, **probe))
     except (ValueError, FileNotFoundError) as error:
@@ -89,7 +90,9 @@ def main(argv=None):
                         add_help=False)
     evaluate = commands.add_parser("eval", help="re-evaluate a trained run or a checkpoint")
     evaluate.add_argument("--workdir", required=True)
-    evaluate.add_argument("--checkpoint", default=None, help="a checkpoint step directory (default: the newest)")
+    evaluate.add_argument("--checkpoint", default=None,
+                          help="a checkpoints/<step> directory, or another run's workdir or checkpoints/ directory "
+                               "(default: the newest good checkpoint in --workdir)")
     from vitjax.evaluate import fewshot  # cheap: numpy only until it runs
     fewshot.add_args(evaluate)
     prepare = commands.add_parser("data", help="prepare a dataset offline")

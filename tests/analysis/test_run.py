@@ -67,7 +67,7 @@ def test_bit_gets_a_clear_message_and_its_root_filters(tmp_path):
 
 def _minimal_workdir(path, posemb="learned"):
     """A workdir as the trainer leaves it: config.json and checkpoints/<step>/state holding {'params', ...}."""
-    from vitjax.train import workdir as wd
+    from vitjax import rundir
     from vitjax.train.checkpoint import Checkpointer
 
     model_kwargs = dict(patch_size=4, width=16, depth=2, mlp_dim=32, num_heads=2, posemb=posemb)
@@ -76,10 +76,10 @@ def _minimal_workdir(path, posemb="learned"):
         data=dict(name="synthetic", pp_train="value_range(-1, 1)", pp_eval="value_range(-1, 1)",
                   synthetic=dict(image_shape=list(tiny.IMAGE_SHAPE), num_classes=tiny.NUM_CLASSES))))
     os.makedirs(path)
-    with open(os.path.join(path, wd.CONFIG), "w") as f:
-        json.dump(wd.config_to_dict(config), f)
+    with open(rundir.file_path(path, rundir.CONFIG), "w") as f:
+        json.dump(rundir.config_to_dict(config), f)
     _, params = tiny.vit(posemb=posemb)
-    ckpt = Checkpointer(os.path.join(path, wd.CHECKPOINTS), async_save=False)
+    ckpt = Checkpointer(rundir.checkpoint_dir(path), async_save=False)
     ckpt.save(7, {"step": np.int32(7), "params": params}, {})
     ckpt.close()
     return str(path)

@@ -3,8 +3,8 @@
 Each test runs the real CLI in a subprocess on the tiny synthetic config and checks that nothing
 is lost: a resumed run ends bitwise equal to an uninterrupted one.
 """
-import json
 import os
+import pathlib
 import random
 import re
 import signal
@@ -15,8 +15,8 @@ import time
 import numpy as np
 import pytest
 
-from vitjax.train import trainer, workdir as wd
-from vitjax.train.init_from import read_checkpoint_params
+from vitjax import rundir
+from vitjax.train import trainer
 from tests.train import tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -35,11 +35,7 @@ def _run(workdir, *extra):
 
 
 def _logged_steps(workdir):
-    path = os.path.join(workdir, wd.METRICS)
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line)["step"] for line in f if '"loss"' in line]
+    return [row["step"] for row in rundir.read_metrics(workdir) if "loss" in row]
 
 
 def _start_and_wait(workdir, until_step):
@@ -56,7 +52,7 @@ def _start_and_wait(workdir, until_step):
 
 
 def _final_params(workdir):
-    return read_checkpoint_params(str(workdir))
+    return rundir.read_checkpoint_params(str(workdir))
 
 
 def _assert_bitwise_equal(a, b):
@@ -67,7 +63,7 @@ def _assert_bitwise_equal(a, b):
 
 
 def _flatten(tree):
-    return {key: np.asarray(value) for key, value in wd.flatten(tree).items()}
+    return {key: np.asarray(value) for key, value in rundir.flatten(tree).items()}
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +80,7 @@ def test_sigkill_at_a_random_step_then_resume_is_bitwise_exact(uninterrupted, tm
     process = _start_and_wait(tmp_path, kill_at)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    assert not os.path.exists(tmp_path / wd.RESULTS)
+    assert not rundir.exists(tmp_path, rundir.RESULTS)
     run = _run(tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "resuming from step" in run.stdout
@@ -96,7 +92,7 @@ def test_sigterm_saves_the_current_step_and_exits_75(uninterrupted, tmp_path):
     process.send_signal(signal.SIGTERM)
     output = process.communicate(timeout=300)[0]
     assert process.returncode == trainer.PREEMPTED_EXIT_CODE, output[-3000:]
-    saved = max(int(s) for s in os.listdir(tmp_path / wd.CHECKPOINTS) if s.isdigit())
+    saved = rundir.checkpoint_steps(rundir.checkpoint_dir(tmp_path))[-1]
     assert f"SIGTERM at step {saved}" in output
     run = _run(tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -105,9 +101,9 @@ def test_sigterm_saves_the_current_step_and_exits_75(uninterrupted, tmp_path):
 
 
 def _corrupt_latest(workdir, how):
-    steps = sorted(int(s) for s in os.listdir(workdir / wd.CHECKPOINTS) if s.isdigit())
-    latest = workdir / wd.CHECKPOINTS / str(steps[-1])
-    files = sorted(p for p in latest.rglob("*") if p.is_file() and p.stat().st_size > 64 and "state" in p.parts)
+    steps = rundir.checkpoint_steps(rundir.checkpoint_dir(workdir))
+    latest = pathlib.Path(rundir.step_dir(rundir.checkpoint_dir(workdir), steps[-1]))
+    files = sorted(p for p in latest.rglob("*") if p.is_file() and p.stat().st_size > 64 and rundir.STATE in p.parts)
     if how == "flip":
         # Every array-data file (OCDBT's d/ folders): which one holds which array, and which bytes of it
         # the database still reads, is orbax's business (after a 4-device save, flipping the middle of the
@@ -127,7 +123,7 @@ def test_corrupt_latest_checkpoint_falls_back_to_the_previous_one(uninterrupted,
     workdir = tmp_path / "run"
     import shutil
     shutil.copytree(uninterrupted, workdir)
-    os.remove(workdir / wd.RESULTS)
+    os.remove(rundir.file_path(workdir, rundir.RESULTS))
     steps = _corrupt_latest(workdir, how)
     run = _run(workdir)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -148,7 +144,7 @@ def test_nan_stops_with_the_step_and_last_good_checkpoint(tmp_path):
 def test_nan_skip_policy_counts_skipped_updates(tmp_path):
     run = _run(tmp_path, "--config.lr=1e30", "--config.grad_clip_norm=0", "--config.nan_policy=skip")
     assert run.returncode == 0, run.stderr[-3000:]
-    results = wd.read_results(str(tmp_path))
+    results = rundir.read_results(str(tmp_path))
     assert results["skipped_updates"] > 0
     assert all(np.isfinite(v).all() for v in _flatten(_final_params(tmp_path)).values())
 
@@ -163,7 +159,7 @@ def test_bad_configs_are_rejected_at_start_up(tmp_path, key, value, message):
     config[key] = value
     with pytest.raises(ValueError, match=re.escape(message)):
         trainer.train(config, str(tmp_path))
-    assert not os.path.exists(tmp_path / wd.METRICS)
+    assert not rundir.exists(tmp_path, rundir.METRICS)
 
 
 def test_a_value_of_the_wrong_type_is_rejected():
@@ -175,7 +171,7 @@ def test_a_value_of_the_wrong_type_is_rejected():
 def test_force_resumes_a_workdir_with_a_different_config(tmp_path):
     config = tiny_config.get_config("steps=10")
     trainer.train(config, str(tmp_path))
-    os.remove(tmp_path / wd.RESULTS)
+    os.remove(rundir.file_path(tmp_path, rundir.RESULTS))
     config.log_every_steps = 2
     with pytest.raises(ValueError, match="log_every_steps"):
         trainer.train(config, str(tmp_path))

@@ -1,5 +1,4 @@
 """End to end: a tiny model trains, writes every workdir file, resumes, and refuses bad input."""
-import json
 import os
 import re
 import shutil
@@ -8,7 +7,8 @@ import sys
 
 import pytest
 
-from vitjax.train import trainer, workdir as wd
+from vitjax import rundir
+from vitjax.train import trainer
 from tests.train import tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -16,9 +16,7 @@ TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
 
 
 def _losses(workdir):
-    with open(os.path.join(workdir, wd.METRICS)) as f:
-        rows = [json.loads(line) for line in f]
-    return [(r["step"], r["loss"]) for r in rows if "loss" in r]
+    return [(r["step"], r["loss"]) for r in rundir.read_metrics(workdir) if "loss" in r]
 
 
 @pytest.fixture(scope="module")
@@ -33,10 +31,10 @@ def test_loss_falls_and_workdir_is_complete(trained):
     losses = _losses(workdir)
     assert [s for s, _ in losses] == [5, 10, 15, 20, 25, 30]
     assert losses[-1][1] < 0.7 * losses[0][1], losses
-    for name in (wd.CONFIG, wd.METRICS, wd.RESULTS):
-        assert os.path.getsize(os.path.join(workdir, name)) > 0
+    for name in (rundir.CONFIG, rundir.METRICS, rundir.RESULTS):
+        assert os.path.getsize(rundir.file_path(workdir, name)) > 0
     assert any(f.startswith("events.out.tfevents") for f in os.listdir(workdir))
-    assert sorted(int(s) for s in os.listdir(os.path.join(workdir, wd.CHECKPOINTS)) if s.isdigit()) == [10, 20, 30]
+    assert rundir.checkpoint_steps(rundir.checkpoint_dir(workdir)) == [10, 20, 30]
     for key in ("test_accuracy", "steps", "examples_seen", "wall_seconds", "train_flops", "params"):
         assert key in results, key
     assert results["steps"] == 30 and results["examples_seen"] == 30 * 32
@@ -57,8 +55,8 @@ def test_interrupted_run_resumes_from_its_last_checkpoint(trained, tmp_path, cap
     source, results = trained
     workdir = str(tmp_path / "copy")
     shutil.copytree(source, workdir)
-    os.remove(os.path.join(workdir, wd.RESULTS))
-    shutil.rmtree(os.path.join(workdir, wd.CHECKPOINTS, "30"))
+    os.remove(rundir.file_path(workdir, rundir.RESULTS))
+    shutil.rmtree(rundir.step_dir(rundir.checkpoint_dir(workdir), 30))
     resumed = trainer.train(tiny_config.get_config(), workdir)
     assert "resuming from step 20" in capsys.readouterr().out
     assert [s for s, _ in _losses(workdir)][-2:] == [25, 30]
@@ -68,24 +66,22 @@ def test_interrupted_run_resumes_from_its_last_checkpoint(trained, tmp_path, cap
 
 def test_checkpoint_params_read_through_a_relative_workdir_path(trained, monkeypatch):
     """As a sweep passes them (`--workdir runs/x`): orbax itself refuses relative paths."""
-    from vitjax.train.init_from import read_checkpoint_params
-
     workdir, _ = trained
     monkeypatch.chdir(os.path.dirname(workdir))
-    params = read_checkpoint_params(os.path.basename(workdir))
+    params = rundir.read_checkpoint_params(os.path.basename(workdir))
     assert "head" in params and params["head"]["kernel"].shape[-1] == 4
 
 
 def test_resume_with_a_different_config_is_refused(trained):
     workdir, _ = trained
-    os.rename(os.path.join(workdir, wd.RESULTS), os.path.join(workdir, "results.bak"))
+    os.rename(rundir.file_path(workdir, rundir.RESULTS), os.path.join(workdir, "results.bak"))
     try:
         config = tiny_config.get_config()
         config.lr = 0.1
         with pytest.raises(ValueError, match=r"lr: 0.003 -> 0.1"):
             trainer.train(config, workdir)
     finally:
-        os.rename(os.path.join(workdir, "results.bak"), os.path.join(workdir, wd.RESULTS))
+        os.rename(os.path.join(workdir, "results.bak"), rundir.file_path(workdir, rundir.RESULTS))
 
 
 def _cli(*args, timeout=300):
@@ -112,4 +108,4 @@ def test_bad_values_are_rejected_before_training(tmp_path, key, value, message):
     (config[section] if section else config)[field] = value
     with pytest.raises(ValueError, match=re.escape(message)):
         trainer.train(config, str(tmp_path / "w"))
-    assert not os.path.exists(tmp_path / "w" / wd.METRICS)
+    assert not rundir.exists(tmp_path / "w", rundir.METRICS)

@@ -222,16 +222,16 @@ def _try_load_images(config, num_images):
 def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None = None,
                     num_images: int = 64) -> dict:
     """Loads a run's config and newest (or the given) checkpoint and writes every analysis that applies."""
-    from vitjax.train import workdir as wd
-    from vitjax.train.init_from import read_checkpoint_params
+    from vitjax import rundir
 
-    config = wd.load_config(workdir)
-    params = read_checkpoint_params(checkpoint or workdir)
+    run_dir = rundir.locate(workdir).run_dir
+    config = rundir.load_config(run_dir)
+    params = rundir.read_checkpoint_params(checkpoint or workdir)
     model = model_from_config(config, params)
     images, note = _try_load_images(config, num_images)
-    result = analyze(model, params, images, out or os.path.join(workdir, "analysis"), images_note=note,
+    result = analyze(model, params, images, out or rundir.file_path(run_dir, rundir.ANALYSIS), images_note=note,
                      image_shape=_configured_image_shape(config))
-    result["meta"].update(workdir=os.path.abspath(workdir), checkpoint=checkpoint, requested_images=num_images)
+    result["meta"].update(workdir=run_dir, checkpoint=checkpoint, requested_images=num_images)
     _write_json(os.path.join(result["out"], "summary.json"), result)
     return result
 
@@ -250,8 +250,8 @@ def main_args(parser) -> None:
     """Adds `vitjax analyze`'s arguments to an argparse (sub)parser."""
     parser.add_argument("--workdir", required=True, help="a vitjax run directory (holds config.json)")
     parser.add_argument("--checkpoint", default=None,
-                        help="a checkpoints/<step> directory or another run's workdir (default: the newest "
-                             "checkpoint in --workdir)")
+                        help="a checkpoints/<step> directory, or another run's workdir or checkpoints/ "
+                             "directory (default: the newest checkpoint in --workdir)")
     parser.add_argument("--out", default=None, help="where figures and tables go (default: WORKDIR/analysis)")
     parser.add_argument("--num_images", type=int, default=64, help="test images for the attention figures")
 

@@ -18,7 +18,8 @@ from vitjax.data.device import prefetch, to_global
 from vitjax.data.errors import DataError, MissingDataError
 from vitjax.data.info import DataInfo, get_info
 from vitjax.data.pipeline import EvalBatches, eval_batches, train_batches
-from vitjax.data.preprocess import known_ops, register as register_pp_op
+from vitjax.data.pp_registry import register as register_pp_op
+from vitjax.data.preprocess import known_ops
 from vitjax.data.tfds_source import prepare
 
 # TF only runs the input pipeline: keep it off accelerators, whose memory JAX needs (a no-op with

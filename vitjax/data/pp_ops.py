@@ -12,7 +12,7 @@ import math
 import tensorflow as tf
 
 from vitjax.data.errors import DataError
-from vitjax.data.preprocess import register
+from vitjax.data.pp_registry import register
 
 
 def _hw(size, op):

@@ -1,4 +1,4 @@
-"""Preprocessing op strings: the registry ops are found in by name, and the parser for "op(args)|op|...".
+"""Preprocessing op strings: the parser for "op(args)|op|..." and the ops it finds by name (pp_registry.py).
 
 An op is registered as a factory: called with the arguments written in the string, it returns a function
 `fn(images, u) -> images` on a BATCH: images is a uint8 or float32 [b, H, W, C] tf.Tensor, u is float32
@@ -15,32 +15,15 @@ import inspect
 
 import tensorflow as tf
 
+from vitjax.data import pp_ops  # noqa: F401  (registers the built-in ops)
+from vitjax.data import pp_registry
 from vitjax.data.errors import DataError
 
 UNIFORMS_PER_OP = 4
-_REGISTRY = {}
-
-
-def register(name):
-    """Decorator: makes the op factory findable as `name` in pp strings."""
-
-    def add(factory):
-        if name in _REGISTRY:
-            raise ValueError(f"pp op {name!r} is registered twice.")
-        _REGISTRY[name] = factory
-        return factory
-
-    return add
 
 
 def known_ops():
-    _ensure_builtin_ops()
-    return sorted(_REGISTRY)
-
-
-def _ensure_builtin_ops():
-    # Imported here, not at the top, because pp_ops imports `register` from this module.
-    from vitjax.data import pp_ops  # pylint: disable=import-outside-toplevel,unused-import
+    return pp_registry.names()
 
 
 def _parse_op(text, pp):
@@ -71,15 +54,14 @@ class Preprocess:
     """The ops of one pp string, applied in order. `num_ops` sizes the uniforms the caller must draw."""
 
     def __init__(self, pp):
-        _ensure_builtin_ops()
         self.pp = pp
         self._fns = []
         for name, args, kwargs in parse(pp):
-            if name not in _REGISTRY:
+            factory = pp_registry.factory(name)
+            if factory is None:
                 raise DataError(
-                    f"Unknown pp op {name!r} in {pp!r}. Known ops: {', '.join(sorted(_REGISTRY))}."
+                    f"Unknown pp op {name!r} in {pp!r}. Known ops: {', '.join(pp_registry.names())}."
                 )
-            factory = _REGISTRY[name]
             try:
                 inspect.signature(factory).bind(*args, **kwargs)
             except TypeError as e:

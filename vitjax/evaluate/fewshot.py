@@ -21,7 +21,6 @@ import time
 
 import numpy as np
 
-FEWSHOT_FILE = "fewshot.json"  # written into the run's workdir
 DEFAULT_SHOTS = (1, 5, 10, 25)
 DEFAULT_SEEDS = 3
 # Relative L2 strengths: multiplied by the mean squared singular value, so the grid does not depend on
@@ -160,22 +159,21 @@ def collect(features, params, batches, *, num_classes: int, per_class: int | Non
 def fewshot_workdir(workdir: str, checkpoint: str | None = None, *, shots=DEFAULT_SHOTS,
                     seeds: int = DEFAULT_SEEDS, max_test_examples: int | None = None,
                     data_overrides: dict | None = None, batch_size: int | None = None) -> dict:
-    """Few-shot accuracies of a run's newest (or the given) checkpoint; also written to fewshot.json.
+    """Few-shot accuracies of a run's newest (or the given) checkpoint; also written to the run's fewshot.json.
 
     `data_overrides` change the run's data config for the probe, e.g. {'name': 'imagenet2012',
     'test_split': 'validation'} to probe an ImageNet-21k model on ImageNet-1k as the paper does; the
     probe data's pp_eval must give the model's input size.
     """
-    from vitjax import data, models
-    from vitjax.train import workdir as wd
-    from vitjax.train.init_from import read_checkpoint_params
+    from vitjax import data, models, rundir
 
     start = time.time()
     shots = tuple(sorted({int(k) for k in shots}))
     if not shots or shots[0] < 1 or seeds < 1:
         raise ValueError(f"few-shot needs shots >= 1 and seeds >= 1, got shots={shots}, seeds={seeds}")
-    config = wd.load_config(workdir)
-    params = read_checkpoint_params(checkpoint or workdir)
+    run_dir = rundir.locate(workdir).run_dir
+    config = rundir.load_config(run_dir)
+    params = rundir.read_checkpoint_params(checkpoint or workdir)
     if "head" not in params:
         raise ValueError("the checkpoint has no 'head' parameters; cannot tell the model's number of classes")
     # float32 whatever the run trained in: a least-squares fit should not see bfloat16 rounding.
@@ -196,7 +194,7 @@ def fewshot_workdir(workdir: str, checkpoint: str | None = None, *, shots=DEFAUL
     results = evaluate_features(*pool, *test, num_classes, shots=shots, seeds=seeds)
     results.update(shots=list(shots), seeds=seeds, pool_examples=len(pool[0]), test_examples=len(test[0]),
                    feature_dim=int(pool[0].shape[1]), data=probe_data["name"], seconds=time.time() - start)
-    wd.write_json(workdir, FEWSHOT_FILE, results)
+    rundir.write_json(run_dir, rundir.FEWSHOT, results)
     return results
 
 

@@ -14,7 +14,7 @@ import json
 import os
 import re
 
-from vitjax.train.workdir import flatten
+from vitjax.rundir import flatten
 
 FAMILY_STYLE = {"vit": ("tab:blue", "o"), "bit": ("tab:orange", "s"), "hybrid": ("tab:green", "^")}
 FAMILY_NAME = {"vit": "ViT", "bit": "BiT (ResNet)", "hybrid": "Hybrid"}

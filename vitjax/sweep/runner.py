@@ -24,8 +24,8 @@ import threading
 import time
 import traceback
 
+from vitjax import rundir
 from vitjax.sweep import table
-from vitjax.train import workdir as wd
 
 PREEMPTED_EXIT_CODE = 75  # what `vitjax train` exits with after a SIGTERM checkpoint (see vitjax/cli.py)
 
@@ -64,10 +64,10 @@ class _Live:
 
 def todo(run_dir: str, fewshot: dict | None) -> str:
     """'skip' (finished), 'fewshot' (trained, probe missing) or 'train'."""
-    trained = os.path.exists(os.path.join(run_dir, wd.RESULTS))
-    failed = table._read_json(os.path.join(run_dir, table.FAILED)) or {}
+    trained = rundir.exists(run_dir, rundir.RESULTS)
+    failed = rundir.read_json(run_dir, rundir.FAILED) or {}
     if trained and failed.get("stage") != "train":
-        if fewshot is None or os.path.exists(os.path.join(run_dir, table.FEWSHOT_FILE)):
+        if fewshot is None or rundir.exists(run_dir, rundir.FEWSHOT):
             return "skip"
         return "fewshot"
     return "train"
@@ -181,14 +181,14 @@ def _execute(run, run_dir, action, settings, slot, pin_gpus, live, say, prefix) 
     holder = table.running_holder(run_dir)
     if holder:
         say(f"{prefix}: left alone: already being worked on by pid(s) {holder.get('pids')} on {holder.get('host')} "
-            f"(another sweep, or the trainer of a killed one); delete {os.path.join(run_dir, table.RUNNING)} "
+            f"(another sweep, or the trainer of a killed one); delete {rundir.file_path(run_dir, rundir.RUNNING)} "
             f"if that is wrong")
         return "running"
     os.makedirs(run_dir, exist_ok=True)
-    stale = os.path.join(run_dir, table.FAILED)
+    stale = rundir.file_path(run_dir, rundir.FAILED)
     if os.path.exists(stale):
         os.remove(stale)  # a retry: the old failure no longer describes the run
-    lock = os.path.join(run_dir, table.RUNNING)
+    lock = rundir.file_path(run_dir, rundir.RUNNING)
     try:
         return _stages(run, run_dir, action, settings, env, live, say, prefix, lock)
     finally:
@@ -198,10 +198,11 @@ def _execute(run, run_dir, action, settings, slot, pin_gpus, live, say, prefix) 
 
 def _stages(run, run_dir, action, settings, env, live, say, prefix, lock) -> str:
     if action == "train":
-        resuming = os.path.exists(os.path.join(run_dir, wd.CONFIG))
-        say(f"{prefix}: {'resuming' if resuming else 'training'} (log: {os.path.join(run_dir, 'train.log')})")
+        resuming = rundir.exists(run_dir, rundir.CONFIG)
+        log_path = rundir.file_path(run_dir, rundir.TRAIN_LOG)
+        say(f"{prefix}: {'resuming' if resuming else 'training'} (log: {log_path})")
         argv = [sys.executable, "-m", "vitjax", *run.train_argv(run_dir)]
-        code, seconds, log = _subprocess(argv, os.path.join(run_dir, "train.log"), env, live, lock)
+        code, seconds, log = _subprocess(argv, log_path, env, live, lock)
         if code == PREEMPTED_EXIT_CODE or (live.stopping and code != 0):
             say(f"{prefix}: interrupted after {seconds:.0f}s; re-run the sweep to resume it")
             return "interrupted"
@@ -209,19 +210,19 @@ def _stages(run, run_dir, action, settings, env, live, say, prefix, lock) -> str
             error = _record_failure(run_dir, "train", None, None, code, argv, log)
             say(f"{prefix}: FAILED after {seconds:.0f}s (exit {code}): {error}")
             return "failed"
-        results = wd.read_results(run_dir) or {}
+        results = rundir.read_results(run_dir) or {}
         say(f"{prefix}: trained in {seconds:.0f}s, test accuracy {results.get('test_accuracy', float('nan')):.4f}")
 
     if settings is not None:
         argv = [sys.executable, "-m", "vitjax", *fewshot_argv(run_dir, settings)]
-        code, seconds, log = _subprocess(argv, os.path.join(run_dir, "fewshot.log"), env, live, lock)
+        code, seconds, log = _subprocess(argv, rundir.file_path(run_dir, rundir.FEWSHOT_LOG), env, live, lock)
         if code != 0:
             if live.stopping:
                 return "interrupted"
             error = _record_failure(run_dir, "fewshot", None, None, code, argv, log)
             say(f"{prefix}: few-shot probe FAILED (exit {code}): {error}")
             return "failed"
-        shots = table._read_json(os.path.join(run_dir, table.FEWSHOT_FILE)) or {}
+        shots = rundir.read_json(run_dir, rundir.FEWSHOT) or {}
         accuracies = ", ".join(f"{k}={shots[f'{k}shot']:.3f}" for k in shots.get("shots", []))
         say(f"{prefix}: few-shot in {seconds:.0f}s: {accuracies}")
     return "finished"
@@ -261,7 +262,7 @@ def _record_failure(run_dir, stage, error, trace, code, argv, log) -> str:
     payload = {"stage": stage, "error": error, "traceback": trace, "returncode": code,
                "command": _shell(argv) if argv else "", "time": time.strftime("%Y-%m-%d %H:%M:%S")}
     os.makedirs(run_dir, exist_ok=True)
-    with open(os.path.join(run_dir, table.FAILED), "w") as f:
+    with open(rundir.file_path(run_dir, rundir.FAILED), "w") as f:
         json.dump(payload, f, indent=1)
     return error
 

@@ -23,8 +23,8 @@ import re
 import warnings
 
 from vitjax.evaluate import fewshot
+from vitjax.rundir import flatten
 from vitjax.train import config_files
-from vitjax.train.workdir import flatten
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 

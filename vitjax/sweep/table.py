@@ -14,11 +14,8 @@ import re
 import socket
 import statistics
 
-from vitjax.evaluate.fewshot import FEWSHOT_FILE
-from vitjax.train import workdir as wd
+from vitjax import rundir
 
-FAILED = "failed.json"
-RUNNING = "running.json"  # pids working on the run now; removed when they are done
 SWEEP = "sweep.json"  # the sweep's definition, written by the runner; lets `vitjax plot` list pending runs
 CSV, JSON = "results.csv", "results.json"
 
@@ -28,12 +25,12 @@ COLUMNS = ["name", "status", "family", "model", "patch_size", "train_size", "par
 
 
 def running_holder(run_dir: str) -> dict | None:
-    """The live process working on this run (its RUNNING file), or None.
+    """The live process working on this run (its running.json), or None.
 
     A killed sweep can leave its training subprocess behind; the file names that process too, so a
     second sweep does not start another trainer on the same workdir.
     """
-    holder = _read_json(os.path.join(run_dir, RUNNING))
+    holder = rundir.read_json(run_dir, rundir.RUNNING)
     if not holder:
         return None
     if holder.get("host") != socket.gethostname():
@@ -52,38 +49,20 @@ def running_holder(run_dir: str) -> dict | None:
 def run_status(run_dir: str, want_fewshot: bool = False) -> str:
     if running_holder(run_dir):
         return "running"
-    if os.path.exists(os.path.join(run_dir, FAILED)):
+    if rundir.exists(run_dir, rundir.FAILED):
         return "failed"
-    if os.path.exists(os.path.join(run_dir, wd.RESULTS)):
-        if want_fewshot and not os.path.exists(os.path.join(run_dir, FEWSHOT_FILE)):
+    if rundir.exists(run_dir, rundir.RESULTS):
+        if want_fewshot and not rundir.exists(run_dir, rundir.FEWSHOT):
             return "interrupted"  # trained; the few-shot probe still has to run
         return "finished"
-    if os.path.exists(os.path.join(run_dir, wd.CONFIG)):
+    if rundir.exists(run_dir, rundir.CONFIG):
         return "interrupted"
     return "pending"
 
 
-def _read_json(path):
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return json.load(f)
-
-
 def _median_rate(run_dir):
     """Median training img/s over the logged windows (robust to the slow first window)."""
-    path = os.path.join(run_dir, wd.METRICS)
-    if not os.path.exists(path):
-        return None
-    rates = []
-    with open(path) as f:
-        for line in f:
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:  # a line cut short by a kill
-                continue
-            if "img_per_sec" in row:
-                rates.append(row["img_per_sec"])
+    rates = [row["img_per_sec"] for row in rundir.read_metrics(run_dir) if "img_per_sec" in row]
     return statistics.median(rates) if rates else None
 
 
@@ -109,11 +88,11 @@ def model_description(config: dict) -> tuple[str, str, int | None]:
 def run_row(name: str, run_dir: str, *, config: dict | None = None, config_file: str = "",
             overrides: dict | None = None, want_fewshot: bool = False) -> dict:
     """One table row (all fields; COLUMNS and the few-shot columns are what the CSV keeps)."""
-    saved = _read_json(os.path.join(run_dir, wd.CONFIG))
+    saved = rundir.read_json(run_dir, rundir.CONFIG)
     config = saved or config or {}
-    results = _read_json(os.path.join(run_dir, wd.RESULTS)) or {}
-    shots = _read_json(os.path.join(run_dir, FEWSHOT_FILE)) or {}
-    failed = _read_json(os.path.join(run_dir, FAILED)) or {}
+    results = rundir.read_results(run_dir) or {}
+    shots = rundir.read_json(run_dir, rundir.FEWSHOT) or {}
+    failed = rundir.read_json(run_dir, rundir.FAILED) or {}
     family, label, patch = model_description(config)
     data = config.get("data", {})
     row = {
@@ -167,7 +146,7 @@ def write(sweep_dir: str, rows: list[dict]) -> tuple[str, str]:
 def collect(sweep_dir: str) -> list[dict]:
     """Rows of every run of a sweep directory: those sweep.json lists (pending ones too), then any other
     sub-directory that holds a run."""
-    definition = _read_json(os.path.join(sweep_dir, SWEEP)) or {"runs": []}
+    definition = rundir.read_json(sweep_dir, SWEEP) or {"runs": []}
     want_fewshot = definition.get("fewshot") is not None and bool(definition["runs"])
     rows, listed = [], set()
     for run in definition["runs"]:
@@ -177,12 +156,12 @@ def collect(sweep_dir: str) -> list[dict]:
         listed.add(run["name"])
     for entry in sorted(os.listdir(sweep_dir)) if os.path.isdir(sweep_dir) else []:
         run_dir = os.path.join(sweep_dir, entry)
-        if entry not in listed and any(os.path.exists(os.path.join(run_dir, f)) for f in (wd.CONFIG, FAILED)):
+        if entry not in listed and any(rundir.exists(run_dir, f) for f in (rundir.CONFIG, rundir.FAILED)):
             rows.append(run_row(entry, run_dir))
     return rows
 
 
 def read(sweep_dir: str) -> list[dict]:
     """The rows of DIR/results.json, or collected from the run directories when it is missing."""
-    saved = _read_json(os.path.join(sweep_dir, JSON))
+    saved = rundir.read_json(sweep_dir, JSON)
     return saved["runs"] if saved else collect(sweep_dir)

@@ -5,16 +5,17 @@ mid-save leaves only finished steps behind. Bytes can still rot or files go miss
 a flipped bit in an uncompressed chunk would restore silently as a wrong value. Each save therefore
 records a bit-exact checksum of every array (the sum of its raw bits as uint32, wrapping); restore
 recomputes it, and a checkpoint that fails to load or to match is moved aside (never deleted) and
-the previous one is used.
+the previous one is used. Where the steps and the moved-aside ones live is vitjax/rundir.py's.
 """
 import logging
 import os
-import shutil
 import time
 
 import jax
 import jax.numpy as jnp
 import orbax.checkpoint as ocp
+
+from vitjax import rundir
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class Checkpointer:
     def save(self, step: int, state, meta: dict) -> None:
         meta = dict(meta, step=int(step), checksums=_to_json(state), saved_at=time.time())
         self._manager.save(step, args=ocp.args.Composite(
-            state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)), force=True)
+            **{rundir.STATE: ocp.args.StandardSave(state), rundir.META: ocp.args.JsonSave(meta)}), force=True)
 
     def restore_latest(self, abstract_state):
         """(state, meta) of the newest checkpoint that restores and matches its checksums, or None.
@@ -90,19 +91,15 @@ class Checkpointer:
     def restore(self, step, abstract_state):
         """(state, meta) of one step; raises if it is unreadable or fails its checksums."""
         restored = self._manager.restore(step, args=ocp.args.Composite(
-            state=ocp.args.StandardRestore(abstract_state), meta=ocp.args.JsonRestore()))
-        state, meta = restored["state"], restored["meta"]
+            **{rundir.STATE: ocp.args.StandardRestore(abstract_state), rundir.META: ocp.args.JsonRestore()}))
+        state, meta = restored[rundir.STATE], restored[rundir.META]
         if meta.get("checksums") != _to_json(state):
             raise CorruptCheckpointError(f"checksum mismatch in checkpoint step {step}")
         return state, meta
 
     def _quarantine(self, step) -> str:
         self._manager.wait_until_finished()
-        source = os.path.join(self.directory, str(step))
-        target = os.path.join(os.path.dirname(self.directory), f"corrupt_checkpoints/{step}-{int(time.time())}")
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        if os.path.exists(source):
-            shutil.move(source, target)
+        target = rundir.set_aside(self.directory, step)
         self._manager.close()
         self._manager = self._open()
         return target

@@ -1,4 +1,4 @@
-"""The train state and the pure train and eval steps (jitted by the trainer).
+"""The train state and the pure train step (jitted by the trainer; the eval step is vitjax/evaluate's).
 
 A step draws its dropout randomness from `fold_in(seed_key, step)`, so it depends only on the state,
 the batch and the step number: a resumed run repeats an uninterrupted one exactly.
@@ -92,17 +92,3 @@ def make_train_step(model, tx: optax.GradientTransformation, schedule: Callable,
         return new_state, metrics
 
     return train_step
-
-
-def make_eval_step(model):
-    """Returns eval_step(params, batch) -> summed correct predictions, loss and valid examples."""
-
-    def eval_step(params, batch):
-        logits = model.apply({"params": params}, batch["image"], train=False)
-        mask = batch["mask"].astype(jnp.float32)
-        correct = (jnp.argmax(logits, -1) == batch["label"]).astype(jnp.float32)
-        labels = jax.nn.one_hot(batch["label"], logits.shape[-1])
-        losses = optax.softmax_cross_entropy(logits, labels)
-        return {"correct": jnp.sum(correct * mask), "loss": jnp.sum(losses * mask), "count": jnp.sum(mask)}
-
-    return eval_step

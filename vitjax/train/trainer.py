@@ -16,9 +16,9 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import multihost_utils
 
-from vitjax import data, models, parallel
+from vitjax import data, models, parallel, rundir as wd
 from vitjax.evaluate import classification
-from vitjax.train import checkpoint, flops, optimizer, step as steps, workdir as wd
+from vitjax.train import checkpoint, flops, optimizer, step as steps
 from vitjax.train.init_from import load_pretrained
 
 PREEMPTED_EXIT_CODE = 75  # EX_TEMPFAIL: "try again"; schedulers restart the same command
@@ -147,7 +147,7 @@ def train_step_flops(config, p: Plan, compiled, dropout_key) -> float:
 
 def train(config, workdir: str, *, force: bool = False) -> dict:
     if "://" in workdir:
-        # The workdir is written with local file APIs (workdir.py): a gs:// path would become a local
+        # The workdir is written with local file APIs (rundir.py): a gs:// path would become a local
         # directory named 'gs:' on each host, and a pod's checkpoint shards would never meet.
         raise ValueError(f"workdir {workdir!r} is a URL, but the workdir is written with local file APIs; "
                          f"mount the bucket (gcsfuse) or use a shared filesystem (NFS, Filestore) and pass "
@@ -169,8 +169,7 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
 
     with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
         # --- Restore, or initialise -----------------------------------------------------------
-        ckpt = checkpoint.Checkpointer(os.path.join(workdir, wd.CHECKPOINTS),
-                                       max_to_keep=config.keep_checkpoints)
+        ckpt = checkpoint.Checkpointer(wd.checkpoint_dir(workdir), max_to_keep=config.keep_checkpoints)
         restored = ckpt.restore_latest(spec.abstract)
         if restored is not None:
             state, meta = restored

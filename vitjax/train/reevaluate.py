@@ -1,0 +1,40 @@
+"""`vitjax eval`: re-evaluate a trained run, or one of its checkpoints, on its test split.
+
+Here in train, not in evaluate, because it restores the run's whole train state exactly as the
+trainer does (its plan, state spec and Checkpointer, checksums checked, a corrupt step set aside):
+train may import evaluate (the trainer evaluates), and evaluate imports nothing of train. The
+few-shot probe needs only the parameters, so `fewshot_workdir` stays in evaluate.
+"""
+import flax.linen as nn
+import jax
+
+from vitjax import rundir
+from vitjax.evaluate.classification import Evaluator
+from vitjax.train import trainer
+from vitjax.train.checkpoint import Checkpointer
+
+
+def evaluate_workdir(workdir: str, checkpoint: str | None = None) -> dict:
+    """Test accuracy and loss of the run's newest good checkpoint, or of `checkpoint` (anything
+    `rundir.locate` takes); also written to the run's eval.json."""
+    run = rundir.locate(workdir)
+    chosen = rundir.locate(checkpoint) if checkpoint else run
+    config = rundir.load_config(run.run_dir)
+    p = trainer.plan(config)
+    spec = trainer.state_spec(config, p)
+    with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
+        ckpt = Checkpointer(chosen.checkpoint_dir, async_save=False)
+        if chosen.step is None:
+            restored = ckpt.restore_latest(spec.abstract)
+        else:
+            restored = ckpt.restore(chosen.step, spec.abstract)
+        ckpt.close()
+        if restored is None:
+            raise FileNotFoundError(f"no checkpoint in {chosen.checkpoint_dir}")
+        state, _ = restored
+        evaluator = Evaluator(p.model, config.data, batch_size=config.eval_batch_size, mesh=p.mesh,
+                              params_sharding=spec.shardings.params)
+        metrics = evaluator(state.params)
+    results = {"step": int(state.step), "test_accuracy": metrics["accuracy"], "test_loss": metrics["loss"]}
+    rundir.write_json(run.run_dir, rundir.EVAL, results)
+    return results
