@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from vitjax.train import trainer, workdir as wd
+from vitjax.train import preemption, trainer, workdir as wd
 from vitjax.train.init_from import read_checkpoint_params
 from tests.train import tiny_config
 
@@ -91,11 +91,11 @@ def test_sigkill_at_a_random_step_then_resume_is_bitwise_exact(uninterrupted, tm
     _assert_bitwise_equal(_final_params(tmp_path), _final_params(uninterrupted))
 
 
-def test_sigterm_saves_the_current_step_and_exits_75(uninterrupted, tmp_path):
+def test_sigterm_saves_the_current_step_and_exits_preempted(uninterrupted, tmp_path):
     process = _start_and_wait(tmp_path, 8)
     process.send_signal(signal.SIGTERM)
     output = process.communicate(timeout=300)[0]
-    assert process.returncode == trainer.PREEMPTED_EXIT_CODE, output[-3000:]
+    assert process.returncode == preemption.PREEMPTED_EXIT_CODE, output[-3000:]
     saved = max(int(s) for s in os.listdir(tmp_path / wd.CHECKPOINTS) if s.isdigit())
     assert f"SIGTERM at step {saved}" in output
     run = _run(tmp_path)

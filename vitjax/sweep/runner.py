@@ -26,8 +26,7 @@ import traceback
 
 from vitjax.sweep import table
 from vitjax.train import workdir as wd
-
-PREEMPTED_EXIT_CODE = 75  # what `vitjax train` exits with after a SIGTERM checkpoint (see vitjax/cli.py)
+from vitjax.train.preemption import PREEMPTED_EXIT_CODE
 
 
 class _Live:

@@ -20,12 +20,7 @@ from vitjax import data, models, parallel
 from vitjax.evaluate import classification
 from vitjax.train import checkpoint, flops, optimizer, step as steps, workdir as wd
 from vitjax.train.init_from import load_pretrained
-
-PREEMPTED_EXIT_CODE = 75  # EX_TEMPFAIL: "try again"; schedulers restart the same command
-
-
-class Preempted(Exception):
-    """SIGTERM arrived; a checkpoint of the current step was written before raising."""
+from vitjax.train.preemption import Preempted
 
 
 class NonFiniteLoss(FloatingPointError):
