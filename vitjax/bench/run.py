@@ -161,6 +161,16 @@ def _profile(workload, logdir: str, calls: int) -> dict:
             "ops": [dataclasses.asdict(r) for r in rows]}
 
 
+def _timm_over_vitjax_flops(model, per_image: dict) -> float:
+    """timm's FLOPs over vitjax's for the same model: timm computes every row of the last block,
+    vitjax maybe only the CLS row (`ViT.last_block_rows`); 1.0 where the matmul count is unknown."""
+    from vitjax import models
+
+    if not isinstance(model, models.ViT) or model.last_block_rows() is None or not per_image["forward"]:
+        return 1.0
+    return per_image["forward_every_row"] / per_image["forward"]
+
+
 def bench(args) -> dict:
     """Runs the benchmark described by parsed `args`; returns the summary (also written to args.out)."""
     if args.profile and args.compile_only:
@@ -261,9 +271,7 @@ def bench(args) -> dict:
         "datasheet_bf16_flops_per_second": datasheet,
     }
     summary["workloads"] = {}
-    # timm computes every row of the last block, which vitjax skips under token pooling (EncoderBlock's
-    # `output_tokens`); its counts are vitjax's scaled by that difference.
-    timm_extra = (per_image["forward_every_row"] / per_image["forward"]) if per_image["forward"] else 1.0
+    timm_extra = _timm_over_vitjax_flops(jm.plan.model, per_image)
     for w in workloads:
         flops_per_image = per_image["train"] if "train" in w.name else per_image["forward"]
         if w.name.startswith("timm") and flops_per_image:
