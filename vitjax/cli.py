@@ -14,8 +14,6 @@ import sys
 
 from vitjax import allocator
 
-PREEMPTED_EXIT_CODE = 75  # keep in sync with vitjax.train.trainer.PREEMPTED_EXIT_CODE
-
 
 def _train(argv):
     # absl flags give locked ml_collections configs, `:arg` and `--config.key=value` overrides,
@@ -50,13 +48,13 @@ def _train(argv):
         sys.exit(f"vitjax train: error: {error}")
 
     from vitjax import cpu_devices
-    from vitjax.train import trainer
+    from vitjax.train import preemption, trainer
     try:
         cpu_devices.apply(flags.FLAGS.config)
         trainer.train(flags.FLAGS.config, flags.FLAGS.workdir, force=flags.FLAGS.force)
-    except trainer.Preempted as notice:
+    except preemption.Preempted as notice:
         print(notice, flush=True)
-        sys.exit(PREEMPTED_EXIT_CODE)
+        sys.exit(preemption.PREEMPTED_EXIT_CODE)
     except (ValueError, FileNotFoundError, trainer.NonFiniteLoss) as error:
         sys.exit(f"vitjax train: error: {error}")
 

@@ -25,6 +25,7 @@ import argparse
 import dataclasses
 import json
 import sys
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -72,6 +73,31 @@ def device_counts(text: str) -> list[int]:
 
 def main():
     allocator.reexec_under_tcmalloc()  # as `vitjax` itself runs
+    parser = _parser()
+    args = parser.parse_args(run.normalize_argv(sys.argv[1:]))
+    option_sets = _option_sets(args, parser)
+    # `vitjax bench`'s config building, without its convenience flags (all None here).
+    config, _ = run.build_config(argparse.Namespace(
+        **vars(args), image=None, channels=None, **{flag: None for flag in run.MODEL_FLAGS}))
+    if args.devices:
+        try:
+            jax.config.update("jax_num_cpu_devices", max(args.devices))
+        except RuntimeError:  # a caller in this process started JAX first
+            parser.error("--devices needs a process in which JAX has not started yet")
+    else:
+        cpu_devices.apply(config)  # the CPU split `vitjax train` uses
+    steps = _compile_steps(config, _plans(config, args.devices), option_sets, by_devices=bool(args.devices),
+                           seconds=args.seconds)
+    load_start = timing.load_average()
+    timing.alternate([step.workload for step in steps], args.rounds)
+    result = {"config": args.config, "overrides": args.set, "rounds": args.rounds, "jax": jax.__version__,
+              "load_average": {"start": load_start, "end": timing.load_average()}, "rows": _rows(steps)}
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"wrote {args.out}")
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default=run.DEFAULT_CONFIG, help="config file, configs/<file>.py[:arg]")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -86,33 +112,50 @@ def main():
     parser.add_argument("--devices", type=device_counts, default=None, metavar="N,N,...",
                         help="CPU device counts to compile each set for (default: the one `vitjax train` uses); "
                              "the first count's process default is the baseline")
-    args = parser.parse_args(run.normalize_argv(sys.argv[1:]))
+    return parser
+
+
+def _option_sets(args, parser) -> dict:
+    """{name: compiler options}: the process default first, then --option_set's or the built-in ones."""
     option_sets = {DEFAULT: {}} if args.devices else OPTION_SETS  # with --devices the count is the variable
     if args.option_set:
         names = [DEFAULT] + [name for name, _ in args.option_set]
         if len(set(names)) < len(names):
             parser.error(f"--option_set names must differ from each other and from {DEFAULT!r}: {names}")
         option_sets = dict([(DEFAULT, {}), *args.option_set])
-    # `vitjax bench`'s config building, without its convenience flags (all None here).
-    config, _ = run.build_config(argparse.Namespace(
-        **vars(args), image=None, channels=None, **{flag: None for flag in run.MODEL_FLAGS}))
-    if args.devices:
-        try:
-            jax.config.update("jax_num_cpu_devices", max(args.devices))
-        except RuntimeError:  # a caller in this process started JAX first
-            parser.error("--devices needs a process in which JAX has not started yet")
-    else:
-        cpu_devices.apply(config)  # the CPU split `vitjax train` uses
+    return option_sets
+
+
+def _plans(config, devices: list[int] | None) -> list:
+    """The trainer's plan on the config's own mesh, or one per --devices count (data parallel over
+    the process's first N devices)."""
+    process_plan = trainer.plan(config)
+    if not devices:
+        return [process_plan]
+    meshes = [parallel.make_mesh({"data": count}, devices=jax.devices()[:count]) for count in devices]
+    for mesh in meshes:
+        parallel.check_batch_size(config.batch_size, mesh)
+    return [dataclasses.replace(process_plan, mesh=mesh) for mesh in meshes]
+
+
+@dataclasses.dataclass
+class _Step:
+    """One option set's train step compiled for one plan, and what its first steps left."""
+    name: str
+    cpu_devices: int
+    options: dict
+    workload: timing.Workload
+    libraries: dict  # mentions of each library in the compiled HLO
+    params: Any  # after the steps calibration took
+
+
+def _compile_steps(config, plans, option_sets: dict, *, by_devices: bool, seconds: float) -> list[_Step]:
+    """Every option set compiled for every plan, each step on its own copy of the same initial state,
+    calibrated to `seconds` per round."""
     init_key, dropout_key = jax.random.split(jax.random.key(config.seed))
-    process_plan = trainer.plan(config)  # the config's own mesh, unless --devices replaces it
-    plans = [process_plan]
-    if args.devices:
-        meshes = [parallel.make_mesh({"data": count}, devices=jax.devices()[:count]) for count in args.devices]
-        for mesh in meshes:
-            parallel.check_batch_size(config.batch_size, mesh)
-        plans = [dataclasses.replace(process_plan, mesh=mesh) for mesh in meshes]
-    host = jax_model.random_batch(config.batch_size, process_plan.info.image_shape, process_plan.info.num_classes)
-    workloads, states, libraries, variants = [], [], {}, []
+    info = plans[0].info
+    host = jax_model.random_batch(config.batch_size, info.image_shape, info.num_classes)
+    steps = []
     for p in plans:
         count = p.mesh.devices.size
         spec = trainer.state_spec(config, p)
@@ -120,44 +163,42 @@ def main():
         batch = data.to_global(host, batch_sharding)
         initial = trainer.init_state(spec, init_key)
         for set_name, options in option_sets.items():
-            name = f"{set_name}, {count} devices" if args.devices else set_name
-            variants.append((name, count, options))
             with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
                 step = lowered.compile(compiler_options=options or None)
             holder = {"state": jax.tree.map(jnp.copy, initial)}  # each step donates (consumes) its own copy
             hlo = step.as_text()
-            libraries[name] = {lib: hlo.count(marker) for lib, marker in LIBRARY_MARKERS.items() if marker in hlo}
 
             def call(step=step, holder=holder, batch=batch):
                 holder["state"], metrics = step(holder["state"], batch, dropout_key)
                 return jax.block_until_ready(metrics)
 
-            workloads.append(timing.Workload(name, call, images=config.batch_size))
-            timing.calibrate(workloads[-1], args.seconds)
-            states.append(jax.device_get(holder["state"].params))
-    # Each state has now taken the same two steps: the options may change rounding, not the maths.
-    differences = [max(jax.tree.leaves(jax.tree.map(lambda a, b: float(np.max(np.abs(a - b))), states[0], s)))
-                   for s in states]
-    load_start = timing.load_average()
-    timing.alternate(workloads, args.rounds)
+            name = f"{set_name}, {count} devices" if by_devices else set_name
+            workload = timing.Workload(name, call, images=config.batch_size)
+            timing.calibrate(workload, seconds)
+            steps.append(_Step(name, count, options, workload,
+                               {lib: hlo.count(marker) for lib, marker in LIBRARY_MARKERS.items() if marker in hlo},
+                               jax.device_get(holder["state"].params)))
+    return steps
 
-    base = workloads[0].per_second()
+
+def _rows(steps: list[_Step]) -> list[dict]:
+    """One row per step, compared with the first, each also printed."""
+    base = steps[0].workload.per_second()
     rows = []
-    for workload, (_, count, options), difference in zip(workloads, variants, differences):
-        rates = workload.per_second()
-        rows.append({"name": workload.name, "cpu_devices": count, "compiler_options": options,
+    for step in steps:
+        # Each state has taken the same two steps: the options may change rounding, not the maths.
+        difference = max(jax.tree.leaves(jax.tree.map(lambda a, b: float(np.max(np.abs(a - b))),
+                                                      steps[0].params, step.params)))
+        rates = step.workload.per_second()
+        rows.append({"name": step.name, "cpu_devices": step.cpu_devices, "compiler_options": step.options,
                      "img_per_sec": timing.median(rates),
                      "min": min(rates), "max": max(rates), "ratio_to_default": timing.paired_ratio(rates, base),
                      "max_param_difference_after_2_steps": difference,
-                     "library_mentions_in_hlo": libraries[workload.name]})
-        print(f"{workload.name:36s} {rows[-1]['img_per_sec']:8.1f} img/s ({min(rates):.1f}..{max(rates):.1f})"
+                     "library_mentions_in_hlo": step.libraries})
+        print(f"{step.name:36s} {rows[-1]['img_per_sec']:8.1f} img/s ({min(rates):.1f}..{max(rates):.1f})"
               f"  x{rows[-1]['ratio_to_default']:.3f}  params differ by {difference:.1e} after 2 steps"
-              f"  HLO mentions {libraries[workload.name]}")
-    result = {"config": args.config, "overrides": args.set, "rounds": args.rounds, "jax": jax.__version__,
-              "load_average": {"start": load_start, "end": timing.load_average()}, "rows": rows}
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1)
-    print(f"wrote {args.out}")
+              f"  HLO mentions {step.libraries}")
+    return rows
 
 
 if __name__ == "__main__":

@@ -85,6 +85,13 @@ def test_token_pooling_computes_one_row_of_the_last_block_with_the_same_logits_a
     assert flops(plain) < 0.8 * flops(recorded)
 
 
+def test_the_last_block_computes_the_cls_row_alone_only_unrolled_under_token_pooling_and_unrecorded():
+    assert ViT(**TINY).last_block_rows() == 1
+    assert ViT(**TINY).last_block_rows(recording_intermediates=True) is None
+    for other in ({"pool": "gap"}, {"pool": "map"}, {"scan": True}, {"cls_only_last_block": False}):
+        assert ViT(**TINY, **other).last_block_rows() is None, other
+
+
 def test_representation_size_adds_a_tanh_pre_logits_layer():
     model = ViT(representation_size=7, **TINY)
     shapes = _shapes(model, IMAGES)

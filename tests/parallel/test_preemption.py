@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from vitjax.train.preemption import PREEMPTED_EXIT_CODE
 from tests.parallel.test_scale_out import CONFIG, ROOT, _env, _free_port
 
 
@@ -44,7 +45,7 @@ def test_sigterm_to_one_process_checkpoints_all_at_one_step_and_resumes(tmp_path
             time.sleep(0.5)
         procs[1].send_signal(signal.SIGTERM)  # process 0 is never told
         codes = [p.wait(timeout=600) for p in procs]
-        assert codes == [75, 75], open(tmp_path / "log").read()[-3000:]
+        assert codes == [PREEMPTED_EXIT_CODE] * 2, open(tmp_path / "log").read()[-3000:]
         saved = sorted(int(s) for s in os.listdir(workdir / "checkpoints") if s.isdigit())
         assert len(saved) == 1 and saved[0] >= 10
 

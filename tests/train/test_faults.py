@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from vitjax import rundir
-from vitjax.train import trainer
+from vitjax.train import preemption, trainer
 from tests.train import tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -87,11 +87,11 @@ def test_sigkill_at_a_random_step_then_resume_is_bitwise_exact(uninterrupted, tm
     _assert_bitwise_equal(_final_params(tmp_path), _final_params(uninterrupted))
 
 
-def test_sigterm_saves_the_current_step_and_exits_75(uninterrupted, tmp_path):
+def test_sigterm_saves_the_current_step_and_exits_preempted(uninterrupted, tmp_path):
     process = _start_and_wait(tmp_path, 8)
     process.send_signal(signal.SIGTERM)
     output = process.communicate(timeout=300)[0]
-    assert process.returncode == trainer.PREEMPTED_EXIT_CODE, output[-3000:]
+    assert process.returncode == preemption.PREEMPTED_EXIT_CODE, output[-3000:]
     saved = rundir.checkpoint_steps(rundir.checkpoint_dir(tmp_path))[-1]
     assert f"SIGTERM at step {saved}" in output
     run = _run(tmp_path)

@@ -39,9 +39,9 @@ def model_flops_per_image(model, image_shape, num_classes: int, *, every_row: bo
 
     The usual count behind MFU: patch embedding, QKV, attention scores and mixing, output projection,
     MLP and head. Norms, softmax, GELU and the optimiser are not counted (XLA's count includes them).
-    With token pooling an unrolled stack's last block computes the CLS row alone (EncoderBlock's
-    `output_tokens`): keys and values for every token, the rest for one, and so does this count
-    unless `every_row` (what timm computes).
+    When the last block computes fewer rows (`ViT.last_block_rows`: the CLS row alone), it computes
+    keys and values for every token and the rest for those rows, and so does this count unless
+    `every_row` (what timm computes).
     """
     if not isinstance(model, models.ViT) or model.resnet is not None or model.pool not in ("tok", "gap"):
         return None
@@ -55,8 +55,7 @@ def model_flops_per_image(model, image_shape, num_classes: int, *, every_row: bo
         per_query = 2 * (d * d + d * d + 2 * d * m) + 2 * 2 * tokens * d  # Q, output, MLP; scores, mixing
         return keys_values + queries * per_query
 
-    cls_only = model.pool == "tok" and model.cls_only_last_block and not model.scan
-    last_queries = 1 if cls_only and not every_row else tokens
+    last_queries = tokens if every_row else model.last_block_rows() or tokens
     flops = 2 * patches * patch * patch * channels * d + (size.depth - 1) * block(tokens) + block(last_queries)
     head_in = d
     if model.representation_size is not None:

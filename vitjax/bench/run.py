@@ -15,6 +15,7 @@ import os
 import platform
 import sys
 import time
+from typing import Any
 
 DEFAULT_CONFIG = "configs/fashion_mnist/vit.py"
 
@@ -163,27 +164,13 @@ def _profile(workload, logdir: str, calls: int) -> dict:
 
 def bench(args) -> dict:
     """Runs the benchmark described by parsed `args`; returns the summary (also written to args.out)."""
-    if args.profile and args.compile_only:
-        raise ValueError("--profile traces train steps, which --compile_only does not run; drop one of them")
-    if args.profile_calls < 1:
-        raise ValueError(f"--profile_calls {args.profile_calls}: trace at least 1 call")
+    _check_args(args)
     if not args.no_timm:
-        if args.omp_wait_policy != "default" and "torch" not in sys.modules:
-            # GNU OpenMP threads spin while they wait for each other. When other processes hold the cores,
-            # every parallel region then waits for a descheduled thread: on a loaded 2-core machine a
-            # 2-thread timm step ran 3x (tiny models 80x) slower than with passive waiting. Must be set
-            # before torch loads libgomp.
-            os.environ.setdefault("OMP_WAIT_POLICY", args.omp_wait_policy.upper())
-        # torch's triton (loaded by timm) segfaults when its LLVM loads after TensorFlow's, which the data
-        # pipeline imports; loaded first, both work (as in the tests' conftest.py).
-        try:
-            import timm  # noqa: F401
-        except ImportError as error:
-            raise ValueError(f"the timm comparison needs torch and timm ({error}); install them or pass --no_timm")
+        _load_timm_first(args.omp_wait_policy)
     import jax
 
     from vitjax import cpu_devices
-    from vitjax.bench import jax_model, peak, pipeline, report, timing
+    from vitjax.bench import jax_model, peak, pipeline, timing
 
     config, overrides = build_config(args)
     cpu_devices.apply(config)  # as `vitjax train` splits the CPU, before _machine() starts the backends
@@ -202,11 +189,7 @@ def bench(args) -> dict:
     _log(f"compiled in {jm.info['compile_seconds']['train']:.1f}s")
     if args.compile_only:
         summary["process_memory"] = timing.memory_of_process()
-        summary["machine"]["load_average_end"] = timing.load_average()
-        summary["wall_seconds"] = time.time() - started
-        report.write_json(summary, args.out)
-        print(report.table({**summary, "workloads": {}}))
-        return summary
+        return _finish(summary, args.out, started)
     summary["process_memory_after_jax_setup"] = timing.memory_of_process()
     if args.profile:
         summary["profile"] = _profile(jm.train, args.profile, args.profile_calls)
@@ -216,54 +199,113 @@ def bench(args) -> dict:
     size = args.peak_size or size
     matmul = peak.matmul_workload(size, dtype)
     workloads = [matmul, jm.train] + ([jm.infer] if jm.infer else [])
-
-    timm_train = timm_infer = timm_compiled = None
-    torch_matmul = None
+    timm = _Timm()
     if not args.no_timm:
-        from vitjax.bench import timm_model
-
-        device = "cuda" if backend == "gpu" else "cpu"
-        shape, classes = jm.info["image_shape"], jm.info["num_classes"]
-        _log("building the timm model ...")
-        timm_train, timm_infer, summary["timm"] = timm_model.build(
-            config, jm.plan.model, shape, classes, jm.host_batch, device=device, threads=args.torch_threads,
-            inference=jm.infer is not None)
-        workloads += [w for w in (timm_train, timm_infer) if w]
-        if args.timm_compile == "on" or (args.timm_compile == "auto" and backend == "gpu"):
-            _log("torch.compile of the timm model ...")
-            timm_compiled, timm_compiled_infer, summary["timm_compiled"] = timm_model.build(
-                config, jm.plan.model, shape, classes, jm.host_batch, device=device, threads=args.torch_threads,
-                compile=True, inference=jm.infer is not None)
-            workloads += [w for w in (timm_compiled, timm_compiled_infer) if w]
-        if backend in ("cpu", "gpu"):
-            torch_matmul = peak.torch_matmul_workload(size, dtype, device)
-            workloads.append(torch_matmul)
-        summary["process_memory_after_timm_setup"] = timing.memory_of_process()
-
+        timm = _timm_workloads(args, config, jm, backend, size, dtype, summary)
+        workloads += timm.workloads
     pipe = None
     if not args.no_pipeline:
         _log("starting the input pipeline ...")
         pipe = pipeline.build(config, jm.plan.mesh)
         workloads.append(pipe)
 
-    for w in workloads:
-        seconds = timing.calibrate(w, args.seconds)
-        _log(f"{w.name}: {seconds * 1e3:.1f} ms per call, {w.calls_per_round} per round")
-    timing.alternate(workloads, args.rounds,
-                     on_round=lambda i: _log(f"round {i + 1}/{args.rounds} done; load {timing.load_average()}"))
-
+    _measure(workloads, args.rounds, args.seconds)
     datasheet = peak.datasheet_peak(summary["machine"]["device_kind"])
-    per_image = jm.info["model_flops_per_image"]
     summary["peak"] = {
         "matmul": f"{size}x{size} {dtype}",
         "jax_matmul_flops_per_second": timing.median(matmul.per_second("flops")),
-        "torch_matmul_flops_per_second": timing.median(torch_matmul.per_second("flops")) if torch_matmul else None,
+        "torch_matmul_flops_per_second": timing.median(timm.matmul.per_second("flops")) if timm.matmul else None,
         "datasheet_bf16_flops_per_second": datasheet,
     }
-    summary["workloads"] = {}
-    # timm computes every row of the last block, which vitjax skips under token pooling (EncoderBlock's
-    # `output_tokens`); its counts are vitjax's scaled by that difference.
-    timm_extra = (per_image["forward_every_row"] / per_image["forward"]) if per_image["forward"] else 1.0
+    summary["workloads"] = _workload_summaries(workloads, jm, matmul, datasheet)
+    summary["ratios"] = _ratios(jm, timm, pipe, matmul)
+    summary["process_memory"] = timing.memory_of_process()
+    if backend == "gpu":
+        summary["device_memory"] = _device_memory(jax, torch_used=timm.train is not None)
+    _finish(summary, args.out, started)
+    print(f"wrote {args.out}")
+    return summary
+
+
+def _check_args(args) -> None:
+    if args.profile and args.compile_only:
+        raise ValueError("--profile traces train steps, which --compile_only does not run; drop one of them")
+    if args.profile_calls < 1:
+        raise ValueError(f"--profile_calls {args.profile_calls}: trace at least 1 call")
+
+
+def _load_timm_first(omp_wait_policy: str) -> None:
+    """Imports timm (and torch) before anything else loads, under the chosen OpenMP wait policy."""
+    if omp_wait_policy != "default" and "torch" not in sys.modules:
+        # GNU OpenMP threads spin while they wait for each other. When other processes hold the cores,
+        # every parallel region then waits for a descheduled thread: on a loaded 2-core machine a
+        # 2-thread timm step ran 3x (tiny models 80x) slower than with passive waiting. Must be set
+        # before torch loads libgomp.
+        os.environ.setdefault("OMP_WAIT_POLICY", omp_wait_policy.upper())
+    # torch's triton (loaded by timm) segfaults when its LLVM loads after TensorFlow's, which the data
+    # pipeline imports; loaded first, both work (as in the tests' conftest.py).
+    try:
+        import timm  # noqa: F401
+    except ImportError as error:
+        raise ValueError(f"the timm comparison needs torch and timm ({error}); install them or pass --no_timm")
+
+
+@dataclasses.dataclass
+class _Timm:
+    """The PyTorch side's workloads, each None where it is not measured."""
+    train: Any = None
+    infer: Any = None
+    compiled: Any = None
+    compiled_infer: Any = None
+    matmul: Any = None
+
+    @property
+    def workloads(self) -> list:
+        return [w for w in (self.train, self.infer, self.compiled, self.compiled_infer, self.matmul) if w]
+
+
+def _timm_workloads(args, config, jm, backend: str, size: int, dtype: str, summary: dict) -> _Timm:
+    """timm's train step and inference on the same batch (also under torch.compile, where asked), and
+    torch's matmul peak; records their setup in `summary`."""
+    from vitjax.bench import peak, timing, timm_model
+
+    device = "cuda" if backend == "gpu" else "cpu"
+    shape, classes = jm.info["image_shape"], jm.info["num_classes"]
+    timm = _Timm()
+    _log("building the timm model ...")
+    timm.train, timm.infer, summary["timm"] = timm_model.build(
+        config, jm.plan.model, shape, classes, jm.host_batch, device=device, threads=args.torch_threads,
+        inference=jm.infer is not None)
+    if args.timm_compile == "on" or (args.timm_compile == "auto" and backend == "gpu"):
+        _log("torch.compile of the timm model ...")
+        timm.compiled, timm.compiled_infer, summary["timm_compiled"] = timm_model.build(
+            config, jm.plan.model, shape, classes, jm.host_batch, device=device, threads=args.torch_threads,
+            compile=True, inference=jm.infer is not None)
+    if backend in ("cpu", "gpu"):
+        timm.matmul = peak.torch_matmul_workload(size, dtype, device)
+    summary["process_memory_after_timm_setup"] = timing.memory_of_process()
+    return timm
+
+
+def _measure(workloads: list, rounds: int, seconds: float) -> None:
+    """Sizes each workload's calls to `seconds`, then runs all of them in alternating rounds."""
+    from vitjax.bench import timing
+
+    for w in workloads:
+        per_call = timing.calibrate(w, seconds)
+        _log(f"{w.name}: {per_call * 1e3:.1f} ms per call, {w.calls_per_round} per round")
+    timing.alternate(workloads, rounds,
+                     on_round=lambda i: _log(f"round {i + 1}/{rounds} done; load {timing.load_average()}"))
+
+
+def _workload_summaries(workloads: list, jm, matmul, datasheet: float | None) -> dict:
+    """{workload name: its rates, FLOP/s and MFU}; timm's FLOPs are vitjax's, scaled to the rows it
+    computes."""
+    from vitjax.bench import report
+
+    per_image = jm.info["model_flops_per_image"]
+    timm_extra = _timm_over_vitjax_flops(jm.plan.model, per_image)
+    summaries = {}
     for w in workloads:
         flops_per_image = per_image["train"] if "train" in w.name else per_image["forward"]
         if w.name.startswith("timm") and flops_per_image:
@@ -274,31 +316,56 @@ def bench(args) -> dict:
                 counted = jm.train if "train" in w.name else jm.infer
                 w.flops = (counted.flops * w.images / counted.images * timm_extra
                            if counted and counted.flops else None)
-            summary["workloads"][w.name] = report.workload_summary(w, matmul, flops_per_image, datasheet)
+            summaries[w.name] = report.workload_summary(w, matmul, flops_per_image, datasheet)
         else:
-            summary["workloads"][w.name] = report.workload_summary(w, None, None, None)
-    summary["ratios"] = {
-        "train vitjax/timm": report.ratio(jm.train, timm_train),
-        "infer vitjax/timm": report.ratio(jm.infer, timm_infer),
-        "train vitjax/timm compiled": report.ratio(jm.train, timm_compiled),
+            summaries[w.name] = report.workload_summary(w, None, None, None)
+    return summaries
+
+
+def _timm_over_vitjax_flops(model, per_image: dict) -> float:
+    """timm's FLOPs over vitjax's for the same model: timm computes every row of the last block,
+    vitjax maybe only the CLS row (`ViT.last_block_rows`); 1.0 where the matmul count is unknown."""
+    from vitjax import models
+
+    if not isinstance(model, models.ViT) or model.last_block_rows() is None or not per_image["forward"]:
+        return 1.0
+    return per_image["forward_every_row"] / per_image["forward"]
+
+
+def _ratios(jm, timm: _Timm, pipe, matmul) -> dict:
+    """vitjax over timm, the input pipeline over the train step, and JAX's matmul over torch's."""
+    from vitjax.bench import report, timing
+
+    ratios = {
+        "train vitjax/timm": report.ratio(jm.train, timm.train),
+        "infer vitjax/timm": report.ratio(jm.infer, timm.infer),
+        "train vitjax/timm compiled": report.ratio(jm.train, timm.compiled),
         "pipeline/train (input images per second over those the step consumes)": report.ratio(pipe, jm.train),
     }
-    if torch_matmul is not None:
-        summary["ratios"]["matmul jax/torch"] = timing.paired_ratio(matmul.per_second("flops"),
-                                                                    torch_matmul.per_second("flops"))
-    summary["process_memory"] = timing.memory_of_process()
-    if backend == "gpu":
-        stats = jax.devices()[0].memory_stats() or {}
-        summary["device_memory"] = {"jax_peak_bytes_in_use": stats.get("peak_bytes_in_use")}
-        if timm_train is not None:
-            import torch
+    if timm.matmul is not None:
+        ratios["matmul jax/torch"] = timing.paired_ratio(matmul.per_second("flops"), timm.matmul.per_second("flops"))
+    return ratios
 
-            summary["device_memory"]["torch_max_memory_allocated"] = torch.cuda.max_memory_allocated()
+
+def _device_memory(jax, *, torch_used: bool) -> dict:
+    """Peak GPU memory of JAX, and of torch when it ran."""
+    stats = jax.devices()[0].memory_stats() or {}
+    memory = {"jax_peak_bytes_in_use": stats.get("peak_bytes_in_use")}
+    if torch_used:
+        import torch
+
+        memory["torch_max_memory_allocated"] = torch.cuda.max_memory_allocated()
+    return memory
+
+
+def _finish(summary: dict, out: str, started: float) -> dict:
+    """Adds the end load and the wall time, writes the summary as JSON and prints its table."""
+    from vitjax.bench import report, timing
+
     summary["machine"]["load_average_end"] = timing.load_average()
     summary["wall_seconds"] = time.time() - started
-    report.write_json(summary, args.out)
-    print(report.table(summary))
-    print(f"wrote {args.out}")
+    report.write_json(summary, out)
+    print(report.table({"workloads": {}, **summary}))
     return summary
 
 

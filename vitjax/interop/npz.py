@@ -339,16 +339,47 @@ def load(path, model, image_size=None, *, channels: int | None = None, adapt_cha
     input channels for 1-channel models (tiled and rescaled for other counts). Anything else that
     differs raises ValueError listing the keys.
     """
+    source = f"{path!r}" if not isinstance(path, Mapping) else "the given arrays"
+    family, ckpt = _read_of_the_models_family(path, model, source)
+    channels = _fit_channels(ckpt, family, channels, adapt_channels, verbose)
+    num_prefix = 1 if "cls" in ckpt else 0
+    if image_size is None:
+        image_size = _checkpoint_image_size(ckpt, family, model, num_prefix, source)
+    image_size = _as_hw(image_size)
+    expected = _expected(model, image_size, channels)
+    scanned = any(k.startswith(_SCANNED_PREFIX) for k in expected)
+    if scanned:
+        expected = _unstack_scanned({k: _LayerAxis(v) if k.startswith(_SCANNED_PREFIX) else v
+                                     for k, v in expected.items()})
+
+    pre_logits_note = _drop_pre_logits(ckpt, expected)
+    notes = [pre_logits_note,
+             _fit_head(ckpt, expected, model, after_dropped_pre_logits=pre_logits_note is not None),
+             _resize_position_embedding(ckpt, expected, model, image_size, num_prefix)]
+    _report(ckpt, expected, model, image_size, source, [note for note in notes if note], verbose)
+    out = {k: np.asarray(ckpt[k], dtype=expected[k].dtype) for k in expected}
+    if scanned:
+        out = _stack_scanned(out)
+    return traverse_util.unflatten_dict(out, sep="/")
+
+
+def _read_of_the_models_family(path, model, source: str) -> tuple[str, dict[str, np.ndarray]]:
+    """(family, {our key: array}) of the checkpoint; raises ValueError naming the model to load it
+    into when its family is not the model's."""
     target = family_of_model(model)
     family, ckpt = from_official(read(path))
-    source = f"{path!r}" if not isinstance(path, Mapping) else "the given arrays"
     if family != target:
         hint = {"bit": _describe_bit(ckpt), "vit": "vitjax.models.ViT(variant=..., resnet=None)",
                 "hybrid": "vitjax.models.ViT(variant='B/16', resnet='R50')"}[family]
         raise ValueError(
             f"{source} is a {_FAMILY_NAMES[family]} checkpoint but the model is a {_FAMILY_NAMES[target]} "
             f"({type(model).__name__}); load it into a matching model, e.g. {hint}")
+    return family, ckpt
 
+
+def _fit_channels(ckpt, family: str, channels: int | None, adapt_channels: bool, verbose: bool) -> int:
+    """The model's input channels (default: the checkpoint's); folds the first convolution to them
+    in `ckpt` when they differ and `adapt_channels`, else raises ValueError."""
     first = _FIRST_CONV[family]
     ckpt_channels = ckpt[first].shape[2] if first in ckpt and ckpt[first].ndim == 4 else 3
     channels = ckpt_channels if channels is None else int(channels)
@@ -362,57 +393,67 @@ def load(path, model, image_size=None, *, channels: int | None = None, adapt_cha
         ckpt[first] = _adapt_channels(ckpt[first], channels)
         if verbose:
             log.warning("adapted %s from %d to %d input channels", first, ckpt_channels, channels)
+    return channels
 
-    num_prefix = 1 if "cls" in ckpt else 0
-    if image_size is None:
-        if family == "bit":
-            image_size = (224, 224)
-        else:
-            grid = _checkpoint_grid(ckpt, num_prefix)
-            if grid is None:
-                raise ValueError(f"cannot infer the image size of {source} (no square position grid); "
-                                 f"pass image_size=")
-            _, patch = model.dims()
-            image_size = (grid[0] * patch, grid[1] * patch)
-    image_size = _as_hw(image_size)
-    expected = _expected(model, image_size, channels)
-    scanned = any(k.startswith(_SCANNED_PREFIX) for k in expected)
-    if scanned:
-        expected = _unstack_scanned({k: _LayerAxis(v) if k.startswith(_SCANNED_PREFIX) else v
-                                     for k, v in expected.items()})
 
-    notes = []
-    # An ImageNet-21k pre-logits layer the model does not have (the official fine-tuning drops it).
-    dropped_pre_logits = "pre_logits/kernel" in ckpt and "pre_logits/kernel" not in expected
-    if dropped_pre_logits:
-        ckpt.pop("pre_logits/kernel")
-        ckpt.pop("pre_logits/bias", None)
-        notes.append("dropped the checkpoint's pre_logits layer (the model has representation_size=None)")
-    # Head: another number of classes (or a head behind a dropped pre_logits), or none in the file.
+def _checkpoint_image_size(ckpt, family: str, model, num_prefix: int, source: str) -> tuple[int, int]:
+    """The resolution the checkpoint was trained at: its position grid x patch size; 224 for BiT."""
+    if family == "bit":
+        return 224, 224
+    grid = _checkpoint_grid(ckpt, num_prefix)
+    if grid is None:
+        raise ValueError(f"cannot infer the image size of {source} (no square position grid); pass image_size=")
+    _, patch = model.dims()
+    return grid[0] * patch, grid[1] * patch
+
+
+def _drop_pre_logits(ckpt, expected) -> str | None:
+    """Removes an ImageNet-21k pre-logits layer the model does not have (the official fine-tuning
+    drops it); returns the note saying so, or None."""
+    if "pre_logits/kernel" not in ckpt or "pre_logits/kernel" in expected:
+        return None
+    ckpt.pop("pre_logits/kernel")
+    ckpt.pop("pre_logits/bias", None)
+    return "dropped the checkpoint's pre_logits layer (the model has representation_size=None)"
+
+
+def _fit_head(ckpt, expected, model, *, after_dropped_pre_logits: bool) -> str | None:
+    """Re-initialises the head in `ckpt` for another number of classes, for none in the file, or behind
+    a dropped pre-logits layer; returns the note saying so, or None."""
+    note = None
     for name in ("head/kernel", "head/bias"):
         want, have = expected.get(name), ckpt.get(name)
         if want is None or (have is not None and have.shape == want.shape):
             continue
-        if have is None or dropped_pre_logits or have.shape[:-1] == want.shape[:-1]:
+        if have is None or after_dropped_pre_logits or have.shape[:-1] == want.shape[:-1]:
             ckpt[name] = _head_init(model, want.shape, want.dtype, name)
             if name == "head/kernel":
-                notes.append(f"re-initialised the head for {want.shape[-1]} classes (checkpoint: "
-                             f"{'no head' if have is None else f'{have.shape[-1]} classes'})")
-    # Position embedding on another grid.
-    want = expected.get(_POSEMB)
-    have = ckpt.get(_POSEMB)
-    if want is not None and have is not None and have.shape != want.shape \
-            and have.ndim == 3 and have.shape[-1] == want.shape[-1]:
-        old_grid = _checkpoint_grid(ckpt, num_prefix)
-        _, patch = model.dims()
-        new_grid = (image_size[0] // patch, image_size[1] // patch)
-        want_prefix = 1 if "cls" in expected else 0
-        if old_grid is not None and want_prefix == num_prefix and \
-                want.shape[1] == num_prefix + new_grid[0] * new_grid[1]:
-            ckpt[_POSEMB] = posemb_lib.resize_grid(have, new_grid, num_prefix, old_grid)
-            notes.append(f"resized the position embedding from a {old_grid[0]}x{old_grid[1]} to a "
-                         f"{new_grid[0]}x{new_grid[1]} grid ({tuple(have.shape)} -> {tuple(want.shape)})")
+                note = (f"re-initialised the head for {want.shape[-1]} classes (checkpoint: "
+                        f"{'no head' if have is None else f'{have.shape[-1]} classes'})")
+    return note
 
+
+def _resize_position_embedding(ckpt, expected, model, image_size, num_prefix: int) -> str | None:
+    """Resizes the grid part of the checkpoint's position embedding to the model's grid at
+    `image_size`; returns the note saying so, or None (same grid, or one this cannot resize)."""
+    want, have = expected.get(_POSEMB), ckpt.get(_POSEMB)
+    if want is None or have is None or have.shape == want.shape \
+            or have.ndim != 3 or have.shape[-1] != want.shape[-1]:
+        return None
+    old_grid = _checkpoint_grid(ckpt, num_prefix)
+    _, patch = model.dims()
+    new_grid = (image_size[0] // patch, image_size[1] // patch)
+    want_prefix = 1 if "cls" in expected else 0
+    if old_grid is None or want_prefix != num_prefix or want.shape[1] != num_prefix + new_grid[0] * new_grid[1]:
+        return None
+    ckpt[_POSEMB] = posemb_lib.resize_grid(have, new_grid, num_prefix, old_grid)
+    return (f"resized the position embedding from a {old_grid[0]}x{old_grid[1]} to a "
+            f"{new_grid[0]}x{new_grid[1]} grid ({tuple(have.shape)} -> {tuple(want.shape)})")
+
+
+def _report(ckpt, expected, model, image_size, source: str, notes: list[str], verbose: bool) -> None:
+    """Raises ValueError listing the keys that still differ from the model's (20 of each kind);
+    otherwise logs what was adapted."""
     mismatched = sorted((k for k in expected if k in ckpt and tuple(ckpt[k].shape) != tuple(expected[k].shape)),
                         key=_network_order)
     missing = sorted((k for k in expected if k not in ckpt), key=_network_order)
@@ -431,14 +472,9 @@ def load(path, model, image_size=None, *, channels: int | None = None, adapt_cha
         lines.append("Build the model with the checkpoint's dimensions (variant, patch_size, width, depth, "
                      "mlp_dim, pool, representation_size) or pick the matching checkpoint.")
         raise ValueError("\n".join(lines))
-
     if verbose:
         for note in notes:
             log.warning("npz.load: %s", note)
-    out = {k: np.asarray(ckpt[k], dtype=expected[k].dtype) for k in expected}
-    if scanned:
-        out = _stack_scanned(out)
-    return traverse_util.unflatten_dict(out, sep="/")
 
 
 def _network_order(key):

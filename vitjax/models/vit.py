@@ -108,9 +108,10 @@ class ViT(nn.Module):
 
     `representation_size` adds the pre-logits Dense+tanh layer of the paper's pre-training head.
     The head is zero-initialised by default, so training starts from uniform predictions.
-    `cls_only_last_block`: with token pooling, an unrolled stack's last block computes the CLS row
-    alone, the only one the head reads (the same logits and gradients; ~7% fewer FLOPs for ViT-Ti,
-    ~13% for the default Fashion-MNIST model). False computes every row, as timm does.
+    `cls_only_last_block`: with token pooling, the last block computes the CLS row alone, the only
+    one the head reads (the same logits and gradients; ~7% fewer FLOPs for ViT-Ti, ~13% for the
+    default Fashion-MNIST model; when it applies: `last_block_rows`). False computes every row, as
+    timm does.
     `kernels`: hand-written kernels to use (vitjax/models/kernels.py); none by default.
     """
     num_classes: int
@@ -150,6 +151,18 @@ class ViT(nn.Module):
             size, patch = Size(0, 0, 0, 0), 0
         size = Size(*(getattr(self, f.name) or getattr(size, f.name) for f in dataclasses.fields(Size)))
         return size, self.patch_size or patch
+
+    def last_block_rows(self, *, recording_intermediates: bool = False) -> int | None:
+        """How many rows (tokens) the last encoder block computes: 1, the CLS row, or None for every row.
+
+        Token pooling reads the CLS row alone, so with `cls_only_last_block` the last block computes
+        only that one; but not in a scanned stack (its blocks are one module), nor while intermediates
+        are recorded (attention maps should show every query). FLOP counts ask this too.
+        """
+        if (self.pool != "tok" or not self.cls_only_last_block or self.scan
+                or recording_intermediates):
+            return None
+        return 1
 
     def check_input_shape(self, image_shape) -> None:
         """Raises ValueError for inputs this configuration cannot take (no compilation needed)."""
@@ -197,11 +210,8 @@ class ViT(nn.Module):
             x = jnp.concatenate([jnp.broadcast_to(cls.astype(x.dtype), (batch, 1, width)), x], axis=1)
             num_prefix = 1
 
-        # Token pooling reads one row of the encoder's output, so its last block computes only that one,
-        # unless attention maps are being recorded ('intermediates'), which should show every query.
-        cls_only = (self.pool == "tok" and self.cls_only_last_block
-                    and not self.is_mutable_collection("intermediates"))
-        output_tokens = 1 if cls_only else None
+        output_tokens = self.last_block_rows(
+            recording_intermediates=self.is_mutable_collection("intermediates"))
         x = Encoder(
             depth=size.depth, mlp_dim=size.mlp_dim, num_heads=size.num_heads,
             dropout_rate=self.dropout_rate, attention_dropout_rate=self.attention_dropout_rate,

@@ -26,8 +26,7 @@ import traceback
 
 from vitjax import rundir
 from vitjax.sweep import table
-
-PREEMPTED_EXIT_CODE = 75  # what `vitjax train` exits with after a SIGTERM checkpoint (see vitjax/cli.py)
+from vitjax.train.preemption import PREEMPTED_EXIT_CODE
 
 
 class _Live:
@@ -93,76 +92,103 @@ def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parall
     plan = [(run, os.path.join(sweep_dir, run.name)) for run in runs]
     plan = [(run, run_dir, todo(run_dir, settings)) for run, run_dir in plan]
     if dry_run:
-        for run, run_dir, action in plan:
-            echo(f"{run.name}: {table.run_status(run_dir, settings is not None)} -> "
-                 f"{ {'skip': 'skip', 'fewshot': 'few-shot probe only', 'train': 'train'}[action] }")
-            if action == "train":
-                echo("    " + _shell([sys.executable, "-m", "vitjax", *run.train_argv(run_dir)]))
-            if action != "skip" and settings is not None:
-                echo("    " + _shell([sys.executable, "-m", "vitjax", *fewshot_argv(run_dir, settings)]))
+        _echo_plan(plan, settings, echo)
         return 0
 
     os.makedirs(sweep_dir, exist_ok=True)
     with open(os.path.join(sweep_dir, table.SWEEP), "w") as f:
         json.dump({**sweep.describe(), "fewshot": settings}, f, indent=1)
     _write_table(sweep_dir, echo, quiet=True)
+    jobs = _Jobs(plan, sweep_dir, settings, parallel, pin_gpus, echo)
+    if not _run_all(jobs, parallel):
+        return 130
+    return _final_report(sweep_dir, runs, jobs.say)
 
-    live, lock = _Live(), threading.Lock()
-    slots = queue.Queue()
-    for slot in range(parallel):
-        slots.put(slot)
-    counter = iter(range(1, len(plan) + 1))
 
-    def say(message):
-        with lock:
-            echo(message)
+def _echo_plan(plan, settings, echo) -> None:
+    """What each run would do, and the commands it would run (--dry-run)."""
+    for run, run_dir, action in plan:
+        echo(f"{run.name}: {table.run_status(run_dir, settings is not None)} -> "
+             f"{ {'skip': 'skip', 'fewshot': 'few-shot probe only', 'train': 'train'}[action] }")
+        if action == "train":
+            echo("    " + _shell([sys.executable, "-m", "vitjax", *run.train_argv(run_dir)]))
+        if action != "skip" and settings is not None:
+            echo("    " + _shell([sys.executable, "-m", "vitjax", *fewshot_argv(run_dir, settings)]))
 
-    def job(run, run_dir, action):
-        with lock:
-            index = next(counter)
-        prefix = f"[{index}/{len(plan)}] {run.name}"
-        if live.stopping:
+
+class _Jobs:
+    """The planned runs as jobs: numbered as they start, each on a free slot (its GPU with pin_gpus),
+    their messages one at a time, the table rewritten after each."""
+
+    def __init__(self, plan, sweep_dir, settings, parallel, pin_gpus, echo):
+        self.plan, self.sweep_dir, self.settings, self.pin_gpus = plan, sweep_dir, settings, pin_gpus
+        self.live = _Live()
+        self._echo, self._lock = echo, threading.Lock()
+        self._slots = queue.Queue()
+        for slot in range(parallel):
+            self._slots.put(slot)
+        self._counter = iter(range(1, len(plan) + 1))
+
+    def say(self, message):
+        with self._lock:
+            self._echo(message)
+
+    def run(self, run, run_dir, action) -> str:
+        """Runs one planned run; returns its status ('finished', 'failed', 'interrupted', 'running')."""
+        with self._lock:
+            index = next(self._counter)
+        prefix = f"[{index}/{len(self.plan)}] {run.name}"
+        if self.live.stopping:
             return "interrupted"
         if action == "skip":
-            say(f"{prefix}: finished already, skipped")
+            self.say(f"{prefix}: finished already, skipped")
             return "finished"
-        slot = slots.get()
+        slot = self._slots.get()
         try:
-            status = _execute(run, run_dir, action, settings, slot, pin_gpus, live, say, prefix)
+            status = _execute(run, run_dir, action, self.settings, slot, self.pin_gpus, self.live, self.say, prefix)
         except Exception as error:  # noqa: BLE001  (a bug in the runner must not lose the other runs)
             _record_failure(run_dir, "runner", str(error), traceback.format_exc(), None, [], None)
-            say(f"{prefix}: FAILED in the sweep runner: {error}")
+            self.say(f"{prefix}: FAILED in the sweep runner: {error}")
             status = "failed"
         finally:
-            slots.put(slot)
-        if not live.stopping:
-            _write_table(sweep_dir, say, quiet=True)
+            self._slots.put(slot)
+        if not self.live.stopping:
+            _write_table(self.sweep_dir, self.say, quiet=True)
         return status
 
+
+def _run_all(jobs: _Jobs, parallel: int) -> bool:
+    """Runs every job, `parallel` at a time; False when interrupted (Ctrl-C, or SIGTERM to the sweep),
+    after stopping the running runs (each checkpoints) and writing the table."""
     previous_handler = _on_sigterm_raise_interrupt()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=parallel) if parallel > 1 else None
     try:
         if pool is None:
-            for item in plan:
-                job(*item)
+            for item in jobs.plan:
+                jobs.run(*item)
         else:
-            for future in [pool.submit(job, *item) for item in plan]:
+            for future in [pool.submit(jobs.run, *item) for item in jobs.plan]:
                 future.result()
     except KeyboardInterrupt:
-        say("interrupted: stopping the running runs (each checkpoints and can be resumed by re-running)")
-        live.stopping = True  # before anything else: no queued run may start now
+        jobs.say("interrupted: stopping the running runs (each checkpoints and can be resumed by re-running)")
+        jobs.live.stopping = True  # before anything else: no queued run may start now
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
-        live.terminate_all()
+        jobs.live.terminate_all()
         if pool is not None:
             pool.shutdown(wait=True)
-        _write_table(sweep_dir, say)
-        return 130
+        _write_table(jobs.sweep_dir, jobs.say)
+        return False
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
         if previous_handler is not None:
             signal.signal(signal.SIGTERM, previous_handler)
+    return True
+
+
+def _final_report(sweep_dir, runs, say) -> int:
+    """Writes and prints the table; 0 when every selected run finished, else 1 naming those that did not."""
     rows = _write_table(sweep_dir, say)
     selected = {run.name for run in runs}
     not_done = [r for r in rows if r["name"] in selected and r["status"] != "finished"]

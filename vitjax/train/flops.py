@@ -25,12 +25,14 @@ def has_loops(config) -> bool:
 
 
 def loop_free(config, model):
-    """(config, model) of the loop-free twin. A scanned ViT computes every row of its last block, so
-    its unrolled twin must too (`cls_only_last_block` would otherwise save work the scan does)."""
+    """(config, model) of the loop-free twin: the same arithmetic, so its last block computes the
+    rows the looped model's does (`ViT.last_block_rows`; a scan computes every row)."""
     config = config.copy_and_resolve_references()
     with config.unlocked():
         config.grad_accum_steps = 1
     if getattr(model, "scan", False):
-        model = model.clone(scan=False, **({"cls_only_last_block": False}
-                                           if hasattr(model, "cls_only_last_block") else {}))
+        twin = model.clone(scan=False)
+        if twin.last_block_rows() != model.last_block_rows():
+            twin = twin.clone(cls_only_last_block=False)
+        model = twin
     return config, model

@@ -16,16 +16,11 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import multihost_utils
 
-from vitjax import data, models, parallel, rundir as wd
+from vitjax import data, models, parallel, rundir
 from vitjax.evaluate import classification
 from vitjax.train import checkpoint, flops, optimizer, step as steps
 from vitjax.train.init_from import load_pretrained
-
-PREEMPTED_EXIT_CODE = 75  # EX_TEMPFAIL: "try again"; schedulers restart the same command
-
-
-class Preempted(Exception):
-    """SIGTERM arrived; a checkpoint of the current step was written before raising."""
+from vitjax.train.preemption import Preempted
 
 
 class NonFiniteLoss(FloatingPointError):
@@ -146,14 +141,13 @@ def train_step_flops(config, p: Plan, compiled, dropout_key) -> float:
 
 
 def train(config, workdir: str, *, force: bool = False) -> dict:
-    if "://" in workdir:
-        # The workdir is written with local file APIs (rundir.py): a gs:// path would become a local
-        # directory named 'gs:' on each host, and a pod's checkpoint shards would never meet.
-        raise ValueError(f"workdir {workdir!r} is a URL, but the workdir is written with local file APIs; "
-                         f"mount the bucket (gcsfuse) or use a shared filesystem (NFS, Filestore) and pass "
-                         f"its local path, the same on every host")
-    # --- Finished already? -------------------------------------------------------------------
-    finished = wd.read_results(workdir)
+    """Trains `config` in `workdir` and returns its results (also written to results.json).
+
+    Resumes from the workdir's newest good checkpoint; a finished workdir only reports its results
+    unless `force`. Raises Preempted after a SIGTERM checkpoint, NonFiniteLoss under nan_policy='stop'.
+    """
+    _check_local(workdir)
+    finished = rundir.read_results(workdir)
     if finished is not None and not force:
         print(f"{workdir} is finished: {_summary(finished)}", flush=True)
         return finished
@@ -161,93 +155,136 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
     p = plan(config)
     _claim(workdir, config, force)
     start_time = time.time()
-
-    # --- Model, optimiser, shardings ---------------------------------------------------------
-    seed_key = jax.random.key(config.seed)
-    init_key, dropout_key = jax.random.split(seed_key)
+    init_key, dropout_key = jax.random.split(jax.random.key(config.seed))
     spec = state_spec(config, p)
 
     with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
-        # --- Restore, or initialise -----------------------------------------------------------
-        ckpt = checkpoint.Checkpointer(wd.checkpoint_dir(workdir), max_to_keep=config.keep_checkpoints)
-        restored = ckpt.restore_latest(spec.abstract)
-        if restored is not None:
-            state, meta = restored
-            elapsed_before = meta.get("wall_seconds", 0.0)
-            print(f"resuming from step {int(state.step)} ({ckpt.directory})", flush=True)
-        else:
-            state = init_state(spec, init_key)
-            if config.init_from:
-                params = load_pretrained(config.init_from, p.model, p.info.image_shape)
-                params = jax.device_put(params, spec.shardings.params)
-                state = jax.jit(lambda prm: steps.create_state(prm, spec.tx),
-                                out_shardings=spec.shardings)(params)
-            elapsed_before = 0.0
-
-        # --- Compile ----------------------------------------------------------------------------
-        compile_start = time.time()
-        compiled, batch_sharding = compile_train_step(config, p, spec, dropout_key)
-        flops_per_step = train_step_flops(config, p, compiled, dropout_key)
-        print(f"compiled the train step in {time.time() - compile_start:.1f}s; "
-              f"{spec.num_params:,} parameters; {flops_per_step / 1e9:.2f} GFLOP per step; "
-              f"{parallel.describe(p.mesh, p.rules)}; train state "
-              f"{parallel.bytes_per_device(spec.abstract)['per_device'] / 2**20:,.1f} MiB per device", flush=True)
+        ckpt = checkpoint.Checkpointer(rundir.checkpoint_dir(workdir), max_to_keep=config.keep_checkpoints)
+        state, elapsed_before = _restore_or_initialise(config, p, spec, ckpt, init_key)
+        compiled, batch_sharding, flops_per_step = _compile_and_describe(config, p, spec, dropout_key)
         evaluator = classification.Evaluator(p.model, config.data, batch_size=config.eval_batch_size,
                                              mesh=p.mesh, params_sharding=spec.shardings.params)
-
-        # --- Loop -------------------------------------------------------------------------------
-        log = wd.MetricsLog(workdir)
-        first_step = int(state.step)
-        batches = data.prefetch(
-            data.train_batches(config.data, global_batch_size=config.batch_size, start_step=first_step,
-                               seed=config.seed, process_index=jax.process_index(),
-                               process_count=jax.process_count()),
-            batch_sharding)
+        log = rundir.MetricsLog(workdir)
+        batches = _train_batches(config, int(state.step), batch_sharding)
         stop = _SigtermFlag()
-        ckpt_meta = lambda: {"wall_seconds": elapsed_before + time.time() - start_time}
-        pending = None  # the previous step's metrics, read one step late to keep the device busy
-        window_start, window_steps = time.time(), 0
         try:
-            for step in range(first_step, p.total_steps):
-                state, metrics = compiled(state, next(batches), dropout_key)
-                if pending is not None:
-                    _check_finite(pending, config.nan_policy, ckpt)
-                pending = (step + 1, metrics)
-                window_steps += 1
-                done = step + 1
-                stop.check(done)
-                if done % config.log_every_steps == 0 or done == p.total_steps:
-                    scalars = jax.device_get(metrics)
-                    _check_finite((done, scalars), config.nan_policy, ckpt)
-                    rate = window_steps * config.batch_size / (time.time() - window_start)
-                    scalars = {k: v for k, v in scalars.items() if k != "finite"}
-                    log.write(done, {**scalars, "img_per_sec": rate,
-                                     "gflops_per_sec": rate / config.batch_size * flops_per_step / 1e9})
-                    eta = (p.total_steps - done) * config.batch_size / max(rate, 1e-9)
-                    if wd.is_writer():
-                        print(f"step {done}/{p.total_steps} | loss {scalars['loss']:.4f} | {rate:,.0f} img/s | "
-                              f"ETA {_duration(eta)}", flush=True)
-                    window_start, window_steps = time.time(), 0
-                if config.eval_every_steps and done % config.eval_every_steps == 0 and done < p.total_steps:
-                    midway = evaluator(state.params)
-                    log.write(done, {f"test_{k}": v for k, v in midway.items()})
-                    print(f"step {done}: test accuracy {midway['accuracy']:.4f}", flush=True)
-                if done % config.checkpoint_every_steps == 0 or done == p.total_steps or stop.raised:
-                    ckpt.save(done, state, ckpt_meta())
-                if stop.raised:
-                    raise Preempted(f"SIGTERM at step {done}; checkpoint saved, re-run the same command to resume")
-            if pending is not None:
-                _check_finite(pending, config.nan_policy, ckpt)
-
-            # --- Finish ---------------------------------------------------------------------------
+            state = _loop(config, p, state, compiled, batches, dropout_key, ckpt=ckpt, log=log,
+                          evaluator=evaluator, stop=stop, flops_per_step=flops_per_step,
+                          ckpt_meta=lambda: {"wall_seconds": elapsed_before + time.time() - start_time})
             final = evaluator(state.params)
             log.write(p.total_steps, {"test_accuracy": final["accuracy"], "test_loss": final["loss"]})
         finally:
             stop.restore()
             log.close()
             ckpt.close()
-    wall = elapsed_before + time.time() - start_time
-    results = {
+    results = _results(config, p, spec, state, final, flops_per_step,
+                       wall=elapsed_before + time.time() - start_time)
+    rundir.write_json(workdir, rundir.RESULTS, results)
+    print(f"finished: {_summary(results)}", flush=True)
+    return results
+
+
+def _check_local(workdir: str) -> None:
+    if "://" in workdir:
+        # The workdir is written with local file APIs (rundir.py): a gs:// path would become a local
+        # directory named 'gs:' on each host, and a pod's checkpoint shards would never meet.
+        raise ValueError(f"workdir {workdir!r} is a URL, but the workdir is written with local file APIs; "
+                         f"mount the bucket (gcsfuse) or use a shared filesystem (NFS, Filestore) and pass "
+                         f"its local path, the same on every host")
+
+
+def _restore_or_initialise(config, p: Plan, spec: StateSpec, ckpt, init_key):
+    """(train state, wall seconds of the earlier attempts): the newest good checkpoint's, or a new
+    state (with the parameters of `config.init_from` when set)."""
+    restored = ckpt.restore_latest(spec.abstract)
+    if restored is not None:
+        state, meta = restored
+        print(f"resuming from step {int(state.step)} ({ckpt.directory})", flush=True)
+        return state, meta.get("wall_seconds", 0.0)
+    state = init_state(spec, init_key)
+    if config.init_from:
+        params = load_pretrained(config.init_from, p.model, p.info.image_shape)
+        params = jax.device_put(params, spec.shardings.params)
+        state = jax.jit(lambda prm: steps.create_state(prm, spec.tx), out_shardings=spec.shardings)(params)
+    return state, 0.0
+
+
+def _compile_and_describe(config, p: Plan, spec: StateSpec, dropout_key):
+    """(compiled train step, batch sharding, FLOPs per step), and a line saying what was compiled."""
+    compile_start = time.time()
+    compiled, batch_sharding = compile_train_step(config, p, spec, dropout_key)
+    flops_per_step = train_step_flops(config, p, compiled, dropout_key)
+    print(f"compiled the train step in {time.time() - compile_start:.1f}s; "
+          f"{spec.num_params:,} parameters; {flops_per_step / 1e9:.2f} GFLOP per step; "
+          f"{parallel.describe(p.mesh, p.rules)}; train state "
+          f"{parallel.bytes_per_device(spec.abstract)['per_device'] / 2**20:,.1f} MiB per device", flush=True)
+    return compiled, batch_sharding, flops_per_step
+
+
+def _train_batches(config, first_step: int, batch_sharding):
+    """This process's share of the batches from `first_step` on, placed on the devices ahead of use."""
+    return data.prefetch(
+        data.train_batches(config.data, global_batch_size=config.batch_size, start_step=first_step,
+                           seed=config.seed, process_index=jax.process_index(),
+                           process_count=jax.process_count()),
+        batch_sharding)
+
+
+def _loop(config, p: Plan, state, compiled, batches, dropout_key, *, ckpt, log, evaluator, stop,
+          flops_per_step, ckpt_meta):
+    """Steps from `state.step` to the end, logging, evaluating and checkpointing on the config's
+    schedule; returns the final state. Raises Preempted once a SIGTERM's step is saved."""
+    pending = None  # the previous step's metrics, read one step late to keep the device busy
+    window = _LogWindow()
+    for step in range(int(state.step), p.total_steps):
+        state, metrics = compiled(state, next(batches), dropout_key)
+        if pending is not None:
+            _check_finite(pending, config.nan_policy, ckpt)
+        pending = (step + 1, metrics)
+        window.steps += 1
+        done = step + 1
+        stop.check(done)
+        if done % config.log_every_steps == 0 or done == p.total_steps:
+            _log_train_metrics(config, p, log, done, metrics, window, flops_per_step, ckpt)
+            window = _LogWindow()
+        if config.eval_every_steps and done % config.eval_every_steps == 0 and done < p.total_steps:
+            midway = evaluator(state.params)
+            log.write(done, {f"test_{k}": v for k, v in midway.items()})
+            print(f"step {done}: test accuracy {midway['accuracy']:.4f}", flush=True)
+        if done % config.checkpoint_every_steps == 0 or done == p.total_steps or stop.raised:
+            ckpt.save(done, state, ckpt_meta())
+        if stop.raised:
+            raise Preempted(f"SIGTERM at step {done}; checkpoint saved, re-run the same command to resume")
+    if pending is not None:
+        _check_finite(pending, config.nan_policy, ckpt)
+    return state
+
+
+class _LogWindow:
+    """The steps since the last logged one, and when they began: the img/s of the next log line."""
+
+    def __init__(self):
+        self.start, self.steps = time.time(), 0
+
+
+def _log_train_metrics(config, p: Plan, log, done: int, metrics, window: _LogWindow, flops_per_step, ckpt):
+    """Writes step `done`'s loss and throughput to the metrics log and prints them (after checking
+    them for NaN: these metrics are read now, not one step late)."""
+    scalars = jax.device_get(metrics)
+    _check_finite((done, scalars), config.nan_policy, ckpt)
+    rate = window.steps * config.batch_size / (time.time() - window.start)
+    scalars = {k: v for k, v in scalars.items() if k != "finite"}
+    log.write(done, {**scalars, "img_per_sec": rate,
+                     "gflops_per_sec": rate / config.batch_size * flops_per_step / 1e9})
+    eta = (p.total_steps - done) * config.batch_size / max(rate, 1e-9)
+    if rundir.is_writer():
+        print(f"step {done}/{p.total_steps} | loss {scalars['loss']:.4f} | {rate:,.0f} img/s | "
+              f"ETA {_duration(eta)}", flush=True)
+
+
+def _results(config, p: Plan, spec: StateSpec, state, final: dict, flops_per_step: float, *, wall: float) -> dict:
+    """results.json: test metrics, the run's size and cost, and where it ran."""
+    return {
         "test_accuracy": final["accuracy"], "test_loss": final["loss"],
         "steps": p.total_steps, "examples_seen": p.total_steps * config.batch_size,
         "wall_seconds": wall, "core_hours": wall * (os.cpu_count() or 1) / 3600
@@ -258,9 +295,6 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
         "devices": jax.device_count(), "backend": jax.default_backend(),
         "skipped_updates": int(state.skipped_updates),
     }
-    wd.write_json(workdir, wd.RESULTS, results)
-    print(f"finished: {_summary(results)}", flush=True)
-    return results
 
 
 def _check_finite(pending, nan_policy, ckpt):
@@ -313,11 +347,11 @@ class _SigtermFlag:
 
 
 def _claim(workdir, config, force):
-    """wd.claim on every process, process 0 first: the others then read a complete config.json."""
+    """rundir.claim on every process, process 0 first: the others then read a complete config.json."""
     if jax.process_count() == 1:
-        return wd.claim(workdir, config, force=force)
-    if wd.is_writer():
-        wd.claim(workdir, config, force=force)
+        return rundir.claim(workdir, config, force=force)
+    if rundir.is_writer():
+        rundir.claim(workdir, config, force=force)
     multihost_utils.sync_global_devices("vitjax: config.json written")
-    if not wd.is_writer():
-        wd.claim(workdir, config, force=force)
+    if not rundir.is_writer():
+        rundir.claim(workdir, config, force=force)
