@@ -11,11 +11,11 @@ width of 8 with 8 GroupNorm groups so that it matches the default ViT in size an
 parameters and 20 MFLOP per image forward, against the ViT's 206k and 27 MFLOP. Data, batch, epochs
 and optimiser are the ViT config's, as in the ViT paper's comparison at a fixed training budget.
 """
-from vitjax.train.config import base, parse_arg
+from vitjax.config import base, parse_arg
 
 
 def get_config(arg=None):
-    args = parse_arg(arg, presets=("long",))
+    arg = parse_arg(arg, long=False)
     c = base()
     c.model_name = "bit"
     c.model.variant = "R26x1"
@@ -34,7 +34,7 @@ def get_config(arg=None):
     c.weight_decay = 1e-4
     c.log_every_steps = 100
     c.checkpoint_every_steps = 1000
-    if args.get("preset") == "long":
+    if arg.long:
         c.data.pp_train = "random_crop(28, pad=2)|flip_lr|value_range(-1, 1)"
         c.total_epochs = 20.0
         c.eval_every_steps = 1000

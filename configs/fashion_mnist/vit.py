@@ -26,11 +26,11 @@ cosine decay. No augmentation in the short run: over a few epochs it slows learn
 regularises (random 2-pixel crops and flips gave 71.7% after one epoch against 79.8% without, at
 0.85 epochs).
 """
-from vitjax.train.config import base, parse_arg
+from vitjax.config import base, parse_arg
 
 
 def get_config(arg=None):
-    args = parse_arg(arg, presets=("long",))
+    arg = parse_arg(arg, long=False)
     c = base()
     c.model_name = "vit"
     c.model.patch_size = 4
@@ -53,8 +53,7 @@ def get_config(arg=None):
     c.log_every_steps = 100
     c.checkpoint_every_steps = 1000
 
-    if args.get("preset") == "long":
-        # Fashion-MNIST's shoes all face one way, so no flips: 2-pixel crops only.
+    if arg.long:
         c.data.pp_train = "random_crop(28, pad=2)|value_range(-1, 1)"
         c.total_epochs = 40.0
         c.eval_every_steps = 2000

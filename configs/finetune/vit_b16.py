@@ -13,7 +13,7 @@ zero-initialised one and the position embeddings resized to the new grid (biline
 Size: at 384 a B/16 step costs ~3.3x the 224 step (577 tokens); ImageNet for 20k steps is ~10 h
 on a TPU v3-8 or 8 A100s in bf16; CIFAR-10 for 10k steps ~2 h on one A100.
 """
-from vitjax.train.config import base, parse_arg
+from vitjax.config import base, parse_arg
 
 RECIPES = {
     # data: (lr, steps, classes are read from the dataset)
@@ -24,12 +24,12 @@ RECIPES = {
 
 
 def get_config(arg=None):
-    args = parse_arg(arg)
-    name = args.get("data", "cifar10")
+    arg = parse_arg(arg, data="cifar10", res=384)
+    name = arg.data
     if name not in RECIPES:
         raise ValueError(f"no fine-tuning recipe for {name!r}; choose one of {sorted(RECIPES)}")
     lr, steps = RECIPES[name]
-    res = int(args.get("res", 384))
+    res = arg.res
     c = base()
     c.model_name = "vit"
     c.model.variant = "B/16"

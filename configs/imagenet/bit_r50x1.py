@@ -10,24 +10,24 @@ step decay of the paper (x0.1 at 30, 60, 80 epochs) approximated here by a cosin
 ImageNet-21k for 90 epochs is ~1 day on a TPU v3-32 / 8 A100s in bf16. Data as in
 configs/imagenet/vit_b16.py.
 """
-from vitjax.train.config import base, parse_arg
+from vitjax.config import base, parse_arg
 
 
 def get_config(arg=None):
-    args = parse_arg(arg)
+    arg = parse_arg(arg, variant="R50x1", data="imagenet21k", epochs=90.0)
     c = base()
     c.model_name = "bit"
-    c.model.variant = args.get("variant", "R50x1")
+    c.model.variant = arg.variant
     c.dtype = "bfloat16"
 
-    c.data.name = args.get("data", "imagenet21k")
+    c.data.name = arg.data
     c.data.test_split = "validation"
     c.data.pp_train = "decode|inception_crop(224)|flip_lr|value_range(-1, 1)"
     c.data.pp_eval = "decode|resize(256)|central_crop(224)|value_range(-1, 1)"
 
     c.batch_size = 4096
     c.eval_batch_size = 1024
-    c.total_epochs = float(args.get("epochs", 90))
+    c.total_epochs = arg.epochs
     c.warmup_steps = 5000
     c.optimizer.name = "sgd"
     c.optimizer.momentum = 0.9

@@ -14,20 +14,20 @@ v3-32 / v4-32 or 8 A100s with bf16; use `sharding=fsdp` when the 86M-parameter A
 and activations do not fit. Data: tfds `imagenet21k` must be built by the user (no public builder
 downloads it); `imagenet2012` needs its manual download in `$TFDS_DATA_DIR/downloads/manual`.
 """
-from vitjax.train.config import base, parse_arg
+from vitjax.config import base, parse_arg
 
 
 def get_config(arg=None):
-    args = parse_arg(arg)
+    arg = parse_arg(arg, data="imagenet21k", epochs=90.0, sharding="data")
     c = base()
     c.model_name = "vit"
     c.model.variant = "B/16"
     c.model.representation_size = 768
-    c.model.dropout_rate = 0.1 if args.get("data", "imagenet21k") == "imagenet21k" else 0.0
+    c.model.dropout_rate = 0.1 if arg.data == "imagenet21k" else 0.0
     c.model.scan = True  # one compiled block: faster compiles, same parameters (stacked)
     c.dtype = "bfloat16"
 
-    c.data.name = args.get("data", "imagenet21k")
+    c.data.name = arg.data
     c.data.train_split = "train"
     c.data.test_split = "validation"
     c.data.pp_train = "decode|inception_crop(224)|flip_lr|value_range(-1, 1)"
@@ -35,7 +35,7 @@ def get_config(arg=None):
 
     c.batch_size = 4096
     c.eval_batch_size = 1024
-    c.total_epochs = float(args.get("epochs", 90))
+    c.total_epochs = arg.epochs
     c.warmup_steps = 10_000
     c.optimizer.name = "adam"
     c.lr = 1e-3
@@ -43,7 +43,7 @@ def get_config(arg=None):
     c.weight_decay = 0.03
     c.grad_clip_norm = 1.0
     c.mesh.data = -1
-    c.sharding = args.get("sharding", "data")
+    c.sharding = arg.sharding
     c.log_every_steps = 100
     c.eval_every_steps = 5000
     c.checkpoint_every_steps = 1000

@@ -1,1 +1,1 @@
-"""Training: config schema, optimiser, train/eval steps, checkpoints, the loop."""
+"""Training: optimiser, train/eval steps, checkpoints, the loop."""
