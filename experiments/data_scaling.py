@@ -21,7 +21,7 @@ decay; no augmentation in either):
         a root width of 8: 223k parameters, 7.3 GFLOP per training step. Matched to the ViT in size
         and compute, as the paper compares models of similar pre-training cost.
 """
-from vitjax.train.config import parse_arg
+from vitjax.config import parse_arg
 
 SIZES = (1_000, 2_000, 5_000, 10_000, 20_000, 60_000)
 DEFAULT_STEPS = 700
@@ -48,11 +48,8 @@ def budget(steps: int) -> dict:
 
 
 def steps_arg(arg, default: int) -> int:
-    args = parse_arg(arg)
-    unknown = set(args) - {"steps"}
-    if unknown:
-        raise ValueError(f"unknown argument(s) {sorted(unknown)}; this sweep takes steps=N")
-    return int(args.get("steps", default))
+    """The `:steps=N` of a sweep file's arg (the laptop and the accelerator sweeps take only that)."""
+    return parse_arg(arg, steps=default).steps
 
 
 def get_runs(arg=None):

@@ -25,7 +25,7 @@ with `--parallel 8 --pin_gpus`. Measure first with `:steps=2000` (a few minutes 
 """
 import os
 
-from vitjax.train.config_files import load_module
+from vitjax.config import load_module
 
 _data_scaling = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data_scaling.py"))
 

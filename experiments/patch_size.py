@@ -15,7 +15,7 @@ together plus about 3 minutes of start-up, compilation and few-shot probes.
 """
 import os
 
-from vitjax.train.config_files import load_module
+from vitjax.config import load_module
 
 # One training budget for both laptop sweeps: data_scaling.py defines it.
 _data_scaling = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data_scaling.py"))

@@ -13,7 +13,7 @@ GPU-days, better run on a multi-chip slice (`--parallel 1`: the mesh spreads one
 """
 import os
 
-from vitjax.train.config_files import load_module
+from vitjax.config import load_module
 
 _here = os.path.dirname(os.path.abspath(__file__))
 _data_scaling = load_module(os.path.join(_here, "data_scaling.py"))

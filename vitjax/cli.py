@@ -13,45 +13,51 @@ import argparse
 import sys
 
 from vitjax import allocator
+from vitjax.config import OVERRIDE_HELP, parse_command_line
 
 
-def _train(argv):
-    # absl flags give locked ml_collections configs, `:arg` and `--config.key=value` overrides,
-    # and a "did you mean" on typos, all before anything heavy is imported.
-    from absl import flags
-    from ml_collections import config_flags
+def _train_args(parser) -> None:
+    """Adds `vitjax train`'s arguments to an argparse (sub)parser; `--config.KEY=VALUE` are taken out before."""
+    parser.add_argument("--config", required=True, metavar="FILE[:ARG]",
+                        help="Training config file (configs/...py[:arg]).")
+    parser.add_argument("--workdir", required=True, help="Directory for checkpoints, logs and results.")
+    parser.add_argument("--force", action="store_true",
+                        help="Resume a workdir even if its config differs, or redo a finished run.")
+    multi = parser.add_argument_group("multi-process runs (several hosts, or several processes on one; "
+                                      "docs/scaling.md)")
+    multi.add_argument("--distributed", choices=["auto", "on", "off"], default="auto",
+                       help="Join a multi-process run with jax.distributed.initialize: 'auto' does when the three "
+                            "flags below (or JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID) are set or "
+                            "on a Cloud TPU VM; 'on' always (JAX detects TPU pods, SLURM, Open MPI); 'off' never.")
+    multi.add_argument("--coordinator_address", default=None, metavar="HOST:PORT",
+                       help="host:port of process 0, the same on every process.")
+    multi.add_argument("--num_processes", type=int, default=None, metavar="N", help="Number of processes in the run.")
+    multi.add_argument("--process_id", type=int, default=None, metavar="I",
+                       help="This process's index, 0 .. num_processes-1.")
 
-    config_flags.DEFINE_config_file("config", None, "Training config file (configs/...py[:arg]).",
-                                    lock_config=True)
-    flags.DEFINE_string("workdir", None, "Directory for checkpoints, logs and results.")
-    flags.DEFINE_bool("force", False, "Resume a workdir even if its config differs, or redo a finished run.")
-    # Multi-process runs (several hosts, or several processes on one); see docs/scaling.md.
-    flags.DEFINE_enum("distributed", "auto", ["auto", "on", "off"],
-                      "Join a multi-process run with jax.distributed.initialize: 'auto' does when the three flags "
-                      "below (or JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES, JAX_PROCESS_ID) are set or on a Cloud "
-                      "TPU VM; 'on' always (JAX detects TPU pods, SLURM, Open MPI); 'off' never.")
-    flags.DEFINE_string("coordinator_address", None, "host:port of process 0, the same on every process.")
-    flags.DEFINE_integer("num_processes", None, "Number of processes in the run.")
-    flags.DEFINE_integer("process_id", None, "This process's index, 0 .. num_processes-1.")
-    flags.mark_flags_as_required(["config", "workdir"])
+
+def _train(args):
+    from vitjax.config import apply_overrides, load_config
     try:
-        flags.FLAGS(["vitjax train", *argv])
-    except flags.Error as error:
-        sys.exit(f"vitjax train: {error}")
+        # Before any device starts: a typo in the config, its :arg or an override fails at once.
+        config = load_config(args.config)
+        apply_overrides(config, args.overrides)
+    except (ValueError, FileNotFoundError) as error:
+        sys.exit(f"vitjax train: error: {error}")
 
     from vitjax import parallel
     try:
         # Before anything touches a device: the backends must see every process's devices.
-        parallel.initialize_distributed(flags.FLAGS.coordinator_address, flags.FLAGS.num_processes,
-                                        flags.FLAGS.process_id, mode=flags.FLAGS.distributed)
+        parallel.initialize_distributed(args.coordinator_address, args.num_processes, args.process_id,
+                                        mode=args.distributed)
     except ValueError as error:
         sys.exit(f"vitjax train: error: {error}")
 
     from vitjax import cpu_devices
     from vitjax.train import preemption, trainer
     try:
-        cpu_devices.apply(flags.FLAGS.config)
-        trainer.train(flags.FLAGS.config, flags.FLAGS.workdir, force=flags.FLAGS.force)
+        cpu_devices.apply(config)
+        trainer.train(config, args.workdir, force=args.force)
     except preemption.Preempted as notice:
         print(notice, flush=True)
         sys.exit(preemption.PREEMPTED_EXIT_CODE)
@@ -84,8 +90,9 @@ def main(argv=None):
         argv = sys.argv[1:]
     parser = argparse.ArgumentParser(prog="vitjax", description="Vision Transformers and BiT in JAX/Flax.")
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("train", help="train a model from a config file (flags: --config, --workdir, --force)",
-                        add_help=False)
+    _train_args(commands.add_parser("train", help="train a model from a config file into a workdir",
+                                    description="Train a model from a config file into a workdir; running the "
+                                                "same command again resumes it.", epilog=OVERRIDE_HELP))
     evaluate = commands.add_parser("eval", help="re-evaluate a trained run or a checkpoint")
     evaluate.add_argument("--workdir", required=True)
     evaluate.add_argument("--checkpoint", default=None,
@@ -109,12 +116,11 @@ def main(argv=None):
     bench.main_args(commands.add_parser("bench", help="train-step, inference and input throughput, MFU, "
                                                       "side by side with timm; writes JSON"))
 
-    if argv and argv[0] == "train":
-        return _train(argv[1:])
-    if argv and argv[0] == "bench":
-        argv = ["bench", *bench.normalize_argv(argv[1:])]  # --config.key=value overrides, as for train
-    args = parser.parse_args(argv)
-    {"eval": _eval, "data": _data, "analyze": analysis.run, "sweep": sweeps.sweep_main,
+    if argv and argv[0] in ("train", "bench"):
+        args = parse_command_line(parser, argv)  # their --config.KEY=VALUE overrides go to args.overrides
+    else:
+        args = parser.parse_args(argv)
+    {"train": _train, "eval": _eval, "data": _data, "analyze": analysis.run, "sweep": sweeps.sweep_main,
      "plot": sweeps.plot_main, "bench": bench.run}[args.command](args)
 
 

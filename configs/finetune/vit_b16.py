@@ -4,16 +4,21 @@ r"""Fine-tune a pre-trained ViT-B/16 at a higher resolution: the ViT paper's tra
         --config.init_from=ViT-B_16.npz            # an official .npz or a vitjax pre-training run
     vitjax train --config configs/finetune/vit_b16.py:data=cifar10,res=384 --workdir runs/ft_c10 \
         --config.init_from=ViT-B_16.npz
-Expected (paper Table 5, ImageNet-21k pre-training): about 84% ImageNet top-1 and about 99%
-CIFAR-10 at 384.
+Expected (paper Table 5, ImageNet-21k pre-training; not measured with vitjax, no accelerator run of
+this config exists yet): about 84% ImageNet top-1 and about 99% CIFAR-10 at 384.
 
-SGD with momentum 0.9, batch 512, cosine decay after 500 warmup steps, global-norm clipping at 1,
-no weight decay, base lr 0.01 (CIFAR) or 0.03 (ImageNet, 20k steps); the head is replaced by a
-zero-initialised one and the position embeddings resized to the new grid (bilinear, CLS kept).
-Size: at 384 a B/16 step costs ~3.3x the 224 step (577 tokens); ImageNet for 20k steps is ~10 h
-on a TPU v3-8 or 8 A100s in bf16; CIFAR-10 for 10k steps ~2 h on one A100.
+Arguments: `data` (imagenet2012, cifar10 or cifar100: each has its recipe below), `res`.
+
+Choices:
+- SGD with momentum 0.9, batch 512, cosine decay after 500 warmup steps, global-norm clipping at 1,
+  no weight decay, base lr 0.01 (CIFAR, 10k steps) or 0.03 (ImageNet, 20k steps): the paper's
+  fine-tuning recipe.
+- The head is replaced by a zero-initialised one and the position embeddings resized to the new
+  grid (bilinear, CLS kept): the pre-trained head has the wrong classes, the grid the wrong size.
+- Size: at 384 a B/16 step costs ~3.3x the 224 step (577 tokens); ImageNet for 20k steps is ~10 h
+  on a TPU v3-8 or 8 A100s in bf16; CIFAR-10 for 10k steps ~2 h on one A100.
 """
-from vitjax.train.config import base, parse_arg
+from vitjax.config import base, parse_arg
 
 RECIPES = {
     # data: (lr, steps, classes are read from the dataset)
@@ -24,12 +29,12 @@ RECIPES = {
 
 
 def get_config(arg=None):
-    args = parse_arg(arg)
-    name = args.get("data", "cifar10")
+    arg = parse_arg(arg, data="cifar10", res=384)
+    name = arg.data
     if name not in RECIPES:
         raise ValueError(f"no fine-tuning recipe for {name!r}; choose one of {sorted(RECIPES)}")
     lr, steps = RECIPES[name]
-    res = int(args.get("res", 384))
+    res = arg.res
     c = base()
     c.model_name = "vit"
     c.model.variant = "B/16"

@@ -8,8 +8,8 @@ Each option set compiles the same train step (same shardings and donation as the
 own `compiler_options`; the compiled steps then run in alternating rounds, each on its own copy of the
 state, and the table gives img/s per set and its ratio to the first set (the process's XLA_FLAGS,
 i.e. vitjax/cpu_flags.py's choice). This is how a new jaxlib's CPU settings should be re-measured
-before vitjax/cpu_flags.py changes. Takes --config and --set (or --config.KEY=VALUE) as `vitjax bench`
-does; writes JSON (--out).
+before vitjax/cpu_flags.py changes. Takes --config and --config.KEY=VALUE as `vitjax bench` does;
+writes JSON (--out).
 
 `--devices 1,2,4` compiles the step for each number of CPU devices instead (the first N of the
 process's, data parallel as `vitjax train` runs; with --option_set, every set for each):
@@ -33,6 +33,7 @@ import numpy as np
 from flax import linen as nn
 
 from vitjax import allocator, cpu_devices, data, parallel
+from vitjax.config import OVERRIDE_HELP, parse_command_line
 from vitjax.bench import jax_model, run, timing
 from vitjax.train import trainer
 
@@ -74,7 +75,7 @@ def device_counts(text: str) -> list[int]:
 def main():
     allocator.reexec_under_tcmalloc()  # as `vitjax` itself runs
     parser = _parser()
-    args = parser.parse_args(run.normalize_argv(sys.argv[1:]))
+    args = parse_command_line(parser, sys.argv[1:])
     option_sets = _option_sets(args, parser)
     # `vitjax bench`'s config building, without its convenience flags (all None here).
     config, _ = run.build_config(argparse.Namespace(
@@ -90,7 +91,7 @@ def main():
                            seconds=args.seconds)
     load_start = timing.load_average()
     timing.alternate([step.workload for step in steps], args.rounds)
-    result = {"config": args.config, "overrides": args.set, "rounds": args.rounds, "jax": jax.__version__,
+    result = {"config": args.config, "overrides": args.overrides, "rounds": args.rounds, "jax": jax.__version__,
               "load_average": {"start": load_start, "end": timing.load_average()}, "rows": _rows(steps)}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
@@ -98,10 +99,9 @@ def main():
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=OVERRIDE_HELP)
     parser.add_argument("--config", default=run.DEFAULT_CONFIG, help="config file, configs/<file>.py[:arg]")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config value (also written --config.KEY=VALUE); repeatable")
     parser.add_argument("--rounds", type=int, default=5, help="alternating measurement rounds")
     parser.add_argument("--seconds", type=float, default=2.0, help="target duration of each step set per round")
     parser.add_argument("--out", default="xla_cpu_options.json", help="where the JSON goes")

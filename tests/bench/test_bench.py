@@ -7,6 +7,7 @@ import pytest
 
 from vitjax import cli
 from vitjax.bench import run
+from vitjax.config import parse_command_line
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
@@ -15,16 +16,17 @@ TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
 def _args(argv):
     parser = argparse.ArgumentParser()
     run.main_args(parser)
-    return parser.parse_args(run.normalize_argv(argv))
+    return parse_command_line(parser, argv)
 
 
 def test_config_overrides_and_convenience_flags():
-    args = _args(["--config", TINY, "--config.model.width=48", "--set", "model.scan=True", "--depth", "2",
-                  "--image", "24", "--channels", "1"])
+    args = _args(["--config", TINY, "--config.model.width=48", "--config.model.scan", "True", "--depth", "2",
+                  "--image", "24", "--channels", "1", "--batch", "8", "--config.batch_size=16"])
     config, overrides = run.build_config(args)
     assert (config.model.width, config.model.scan, config.model.depth) == (48, True, 2)
     assert config.data.name == "synthetic" and tuple(config.data.synthetic.image_shape) == (24, 24, 1)
-    assert overrides["model.width"] == 48
+    assert config.batch_size == 16  # --config.KEY=VALUE comes last, after the convenience flags
+    assert overrides["model.width"] == 48 and overrides["model.scan"] is True
 
 
 def test_a_misspelt_override_fails_with_its_name():

@@ -8,7 +8,8 @@ import pytest
 
 from vitjax import models
 from vitjax.bench import jax_model
-from vitjax.train import config_files, flops, trainer
+from vitjax.config import load_config
+from vitjax.train import flops, trainer
 
 IMAGE = (16, 16, 3)
 DIMS = dict(num_classes=10, patch_size=4, width=64, depth=2, mlp_dim=128, num_heads=4)
@@ -37,7 +38,7 @@ def test_the_matmul_count_follows_what_the_model_computes(pool, cls_only):
 
 
 def _tiny_config(**overrides):
-    config = config_files.load_config(TINY)
+    config = load_config(TINY)
     config.batch_size = 8
     with config.unlocked():
         config.update_from_flattened_dict({"model.depth": 2, **overrides})

@@ -19,7 +19,8 @@ if __name__ == "__main__":
 import jax  # noqa: E402
 
 from vitjax import parallel  # noqa: E402
-from vitjax.train import config as base_config, trainer  # noqa: E402
+from vitjax.config import base  # noqa: E402
+from vitjax.train import trainer  # noqa: E402
 
 PRESETS = {
     "data": dict(data=8, fsdp=1, model=1),
@@ -29,7 +30,7 @@ PRESETS = {
 
 
 def make_config(variant: str, preset: str, batch: int, image: int, classes: int):
-    c = base_config.base()
+    c = base()
     c.model.variant = variant
     c.model.scan = True  # one compiled layer instead of `depth`: same memory, much faster to compile
     c.dtype = "bfloat16"

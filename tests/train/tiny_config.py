@@ -2,13 +2,13 @@
 
     vitjax train --config tests/train/tiny_config.py --workdir /tmp/tiny
 """
-from vitjax.train.config import base, parse_arg
+from vitjax.config import base, parse_arg
 
 
 def get_config(arg=None):
-    args = parse_arg(arg)
+    arg = parse_arg(arg, model="vit", steps=30)
     c = base()
-    c.model_name = args.get("model", "vit")
+    c.model_name = arg.model
     if c.model_name == "vit":
         c.model.patch_size = 4
         c.model.width = 32
@@ -27,7 +27,7 @@ def get_config(arg=None):
     c.data.pp_eval = "value_range(-1, 1)"
     c.batch_size = 32
     c.eval_batch_size = 64
-    c.total_steps = args.get("steps", 30)
+    c.total_steps = arg.steps
     c.warmup_steps = 5
     c.lr = 3e-3
     c.log_every_steps = 5

@@ -9,13 +9,14 @@
 Prints a table and writes the same figures as JSON (--out). Heavy modules (jax, torch, the data
 pipeline) are imported when the command runs, so adding its arguments to the CLI parser costs nothing.
 """
-import ast
 import dataclasses
 import os
 import platform
 import sys
 import time
 from typing import Any
+
+from vitjax.config import OVERRIDE_HELP, apply_overrides, load_config, override_flags
 
 DEFAULT_CONFIG = "configs/fashion_mnist/vit.py"
 
@@ -24,22 +25,10 @@ MODEL_FLAGS = {"width": "model.width", "depth": "model.depth", "heads": "model.n
                "mlp_dim": "model.mlp_dim", "patch": "model.patch_size", "batch": "batch_size", "dtype": "dtype"}
 
 
-def normalize_argv(argv: list[str]) -> list[str]:
-    """`--config.key=value` (absl style, as for `vitjax train`) -> `--set key=value` for argparse."""
-    out = []
-    for arg in argv:
-        if arg.startswith("--config.") and "=" in arg:
-            out += ["--set", arg[len("--config."):]]
-        else:
-            out.append(arg)
-    return out
-
-
 def main_args(parser) -> None:
     """Adds `vitjax bench`'s arguments to an argparse (sub)parser."""
+    parser.epilog = OVERRIDE_HELP
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="config file, configs/<file>.py[:arg]")
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config value (also written --config.KEY=VALUE); repeatable")
     for flag, key in MODEL_FLAGS.items():
         parser.add_argument(f"--{flag}", default=None, type=str if flag == "dtype" else int,
                             help=f"sets {key}")
@@ -69,22 +58,10 @@ def main_args(parser) -> None:
     parser.add_argument("--out", default="bench.json", help="where the JSON summary goes")
 
 
-def parse_value(text: str):
-    """'192' -> 192, 'True' -> True, '(224, 224, 3)' -> tuple, anything else stays a string."""
-    lowered = text.strip().lower()
-    if lowered in ("true", "false", "none"):
-        return {"true": True, "false": False, "none": None}[lowered]
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
 def build_config(args):
-    """The config file, then --image/--channels, the model flags and --set overrides, in that order."""
-    from vitjax.train import config_files
-
-    config = config_files.load_config(args.config)
+    """The config file, then --image/--channels, the model flags and the --config.KEY=VALUE overrides
+    (args.overrides), in that order; returns the config and the values set, by key."""
+    config = load_config(args.config)
     overrides = {}
     if args.image is not None or args.channels is not None:
         shape = config.data.synthetic.image_shape
@@ -94,37 +71,8 @@ def build_config(args):
                           "data.pp_train": "value_range(-1, 1)", "data.pp_eval": "value_range(-1, 1)"})
     overrides.update({key: getattr(args, flag) for flag, key in MODEL_FLAGS.items()
                       if getattr(args, flag) is not None})
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--set {item!r}: write KEY=VALUE, e.g. --set model.scan=True")
-        overrides[key.strip()] = parse_value(value)
-    rest = _add_model_fields(config, overrides)
-    config_files.apply_overrides(config, rest)
-    return config, overrides
-
-
-def _add_model_fields(config, overrides: dict) -> dict:
-    """Sets `model.<field>` overrides the config file did not list (config.model holds only the
-    keyword arguments it sets), if <field> is an argument of the model class; returns the others.
-
-    `--config.model.scan=True` then works on any ViT config, while a misspelt field still fails.
-    """
-    import dataclasses
-
-    from vitjax import models
-
-    family = models.FAMILIES.get(config.model_name)
-    fields = {f.name for f in dataclasses.fields(family)} - {"parent", "name", "num_classes"} if family else set()
-    rest = {}
-    for key, value in overrides.items():
-        field = key[len("model."):] if key.startswith("model.") else None
-        if field and field not in config.model and field in fields:
-            with config.model.unlocked():
-                config.model[field] = value
-        else:
-            rest[key] = value
-    return rest
+    overrides.update(args.overrides)
+    return config, apply_overrides(config, overrides)
 
 
 def _describe(model, image_shape, dtype) -> str:
@@ -165,6 +113,7 @@ def _profile(workload, logdir: str, calls: int) -> dict:
 def bench(args) -> dict:
     """Runs the benchmark described by parsed `args`; returns the summary (also written to args.out)."""
     _check_args(args)
+    config, overrides = build_config(args)  # a typo fails here, before torch or a compiler starts
     if not args.no_timm:
         _load_timm_first(args.omp_wait_policy)
     import jax
@@ -172,11 +121,10 @@ def bench(args) -> dict:
     from vitjax import cpu_devices
     from vitjax.bench import jax_model, peak, pipeline, timing
 
-    config, overrides = build_config(args)
     cpu_devices.apply(config)  # as `vitjax train` splits the CPU, before _machine() starts the backends
     summary = {"config": args.config, "overrides": {k: list(v) if isinstance(v, tuple) else v
                                                      for k, v in overrides.items()},
-               "overrides_argv": [f"--config.{k}={v}" for k, v in overrides.items()],
+               "overrides_argv": override_flags(overrides),
                "settings": {"rounds": args.rounds, "seconds": args.seconds},
                "machine": {**_machine(jax), "load_average_start": timing.load_average()}}
     started = time.time()

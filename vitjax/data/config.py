@@ -1,46 +1,18 @@
 """The data config: its defaults, and the check that turns a user's (possibly partial) config into a full one.
 
-The trainer embeds `default_config()` as `config.data`; tests and tools may pass a plain dict with only the
-fields they care about. Either way `resolve` fills in the defaults and rejects unknown keys (a typo such as
-`trian_size` must fail before anything is loaded, not silently train on the whole split).
+The trainer embeds `default_config()` (vitjax/config.py's `data_defaults`) as `config.data`; tests and
+tools may pass a plain dict with only the fields they care about. Either way `resolve` fills in the
+defaults and rejects unknown keys (a typo such as `trian_size` must fail before anything is loaded, not
+silently train on the whole split).
 """
 
 import difflib
 
 import ml_collections
-from ml_collections import config_dict
 
+# The defaults live with the rest of the config schema, which loads without TensorFlow or JAX.
+from vitjax.config import data_defaults as default_config
 from vitjax.data.errors import DataError
-
-
-def default_config():
-    """Defaults: Fashion-MNIST, prepared offline on first use, light augmentation, no mixup."""
-    c = ml_collections.ConfigDict()
-    # A tfds name ('fashion_mnist', 'cifar10', 'imagenet2012', ...), 'folder:/root' (root/<split>/<class>/*.png),
-    # 'npz:/file.npz' (keys <split>_images, <split>_labels, optional num_classes) or 'synthetic'.
-    c.name = "fashion_mnist"
-    c.data_dir = config_dict.placeholder(str)  # None: $TFDS_DATA_DIR or ~/tensorflow_datasets.
-    c.train_split = "train"
-    c.test_split = "test"
-    # None: the whole train split. N: the first N of one fixed permutation keyed by subset_seed, so subsets
-    # of different sizes are nested (the 1k subset lies inside the 10k subset).
-    c.train_size = config_dict.placeholder(int)
-    c.subset_seed = 0
-    c.class_balanced = False  # Nested subsets with floor(N/K) (+1 for N mod K classes) examples per class.
-    # Preprocessing op strings (see vitjax/data/pp_ops.py for the ops). Both must give the same image shape.
-    c.pp_train = "random_crop(28, pad=2)|flip_lr|value_range(-1, 1)"
-    c.pp_eval = "value_range(-1, 1)"
-    c.mixup_alpha = 0.0  # 0: off. Otherwise lambda ~ Beta(alpha, alpha), one per batch.
-    # None: hold the split in memory when its decoded images are known to take at most `in_memory_max_gb`;
-    # otherwise stream it from tfds (only tfds datasets can stream).
-    c.in_memory = config_dict.placeholder(bool)
-    c.in_memory_max_gb = 4.0
-    c.shuffle_buffer = 50_000  # Streaming only; in-memory training permutes the whole split every epoch.
-    c.prefetch = 2  # Streaming only: batches tf.data keeps ready (in memory, use data.prefetch on devices).
-    c.synthetic = ml_collections.ConfigDict(
-        dict(num_train=1024, num_test=256, image_shape=(16, 16, 3), num_classes=10, seed=0)
-    )
-    return c
 
 
 def _suggest(key, known):

@@ -13,18 +13,17 @@ under experiments/).
 
 `load` checks everything that can be checked without training: the file defines runs, names are unique
 and usable as directory names, each config loads and each override names a field the config has, and the
-exact `--config.k=v` command line each run will get is parsed by absl's config flags (the parser
-`vitjax train` uses) to the same config. A bad sweep fails here, before the first run starts.
+exact `--config.k=v` command line each run will get is read the way `vitjax train` reads it
+(vitjax/config.py) back to the same config. A bad sweep fails here, before the first run starts.
 """
 import dataclasses
 import json
 import os
 import re
-import warnings
 
+from vitjax import config as config_layer
 from vitjax.evaluate import fewshot
 from vitjax.rundir import flatten
-from vitjax.train import config_files
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 
@@ -43,7 +42,7 @@ class Run:
     def train_argv(self, workdir: str) -> list[str]:
         """Arguments after `python -m vitjax`."""
         return ["train", "--config", self.config, "--workdir", workdir,
-                *config_files.override_flags(self.overrides)]
+                *config_layer.override_flags(self.overrides)]
 
 
 @dataclasses.dataclass
@@ -70,11 +69,11 @@ class Sweep:
 
 
 def load(path_with_arg: str) -> Sweep:
-    path, arg = config_files.split_path(path_with_arg)
+    path, arg = config_layer.split_path(path_with_arg)
     if not os.path.isfile(path):
         raise SweepError(f"sweep file {path!r} does not exist")
     try:
-        module = config_files.load_module(path, name="vitjax_sweep_file")
+        module = config_layer.load_module(path, name="vitjax_sweep_file")
     except Exception as error:  # a syntax or import error in the user's file
         raise SweepError(f"could not import sweep file {path}: {type(error).__name__}: {error}") from error
     if not callable(getattr(module, "get_runs", None)):
@@ -124,39 +123,36 @@ def _check_names(names, path):
 
 
 def _resolve(name, config, overrides, base_dirs) -> Run:
-    file, arg = config_files.split_path(config)
+    file, arg = config_layer.split_path(config)
     candidates = [file] if os.path.isabs(file) else [os.path.join(d, file) for d in base_dirs]
     found = next((c for c in candidates if os.path.isfile(c)), None)
     if found is None:
         raise SweepError(f"run {name!r}: config file {file!r} not found (looked in: {', '.join(candidates)})")
     absolute = os.path.abspath(found) + (f":{arg}" if arg is not None else "")
     try:
-        resolved = config_files.apply_overrides(config_files.load_config(absolute), overrides)
+        in_process = _resolved(absolute, overrides)
     except (KeyError, ValueError, TypeError) as error:
         raise SweepError(f"run {name!r} ({config}): {error}") from None
-    except Exception as error:  # noqa: BLE001  (get_config itself failed, e.g. on an unknown preset)
+    except Exception as error:  # noqa: BLE001  (get_config itself failed)
         raise SweepError(f"run {name!r}: loading {config} failed: {type(error).__name__}: {error}") from None
-    in_process = json.loads(resolved.to_json_best_effort(sort_keys=True))
     _check_command_line(name, absolute, overrides, in_process)
     return Run(name=name, config=absolute, overrides=overrides, config_dict=in_process)
 
 
-def _check_command_line(name, config, overrides, expected):
-    """The run's `--config.k=v` flags, parsed the way `vitjax train` will, must give the same config."""
-    from absl import flags
-    from ml_collections import config_flags
+def _resolved(config: str, overrides: dict) -> dict:
+    """The config file with the overrides applied, as a JSON-able dict."""
+    resolved = config_layer.load_config(config)
+    config_layer.apply_overrides(resolved, overrides)
+    return json.loads(resolved.to_json_best_effort(sort_keys=True))
 
-    argv = ["vitjax train", f"--config={config}", *config_files.override_flags(overrides)]
-    flag_values = flags.FlagValues()
-    # sys_argv: the override flags are found in this argv, not in the sweep's own sys.argv.
-    config_flags.DEFINE_config_file("config", None, "", flag_values=flag_values, lock_config=True, sys_argv=argv)
+
+def _check_command_line(name, config, overrides, expected):
+    """The run's `--config.k=v` flags, read the way `vitjax train` will, must give the same config."""
+    text, _ = config_layer.overrides_from_argv(config_layer.override_flags(overrides))
     try:
-        with warnings.catch_warnings():  # ml_collections loads the file with a deprecated importlib call
-            warnings.simplefilter("ignore", DeprecationWarning)
-            flag_values(argv)
-    except flags.Error as error:
+        parsed = _resolved(config, text)
+    except ValueError as error:
         raise SweepError(f"run {name!r}: its command line would be refused by `vitjax train`: {error}") from None
-    parsed = json.loads(flag_values.config.to_json_best_effort(sort_keys=True))
     if parsed != expected:
         different = sorted(k for k in flatten(parsed).keys() | flatten(expected).keys()
                            if flatten(parsed).get(k) != flatten(expected).get(k))

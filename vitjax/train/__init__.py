@@ -1,1 +1,1 @@
-"""Training: config schema, optimiser, train step, checkpoints, the loop, and re-evaluating a run's train state."""
+"""Training: optimiser, train step, checkpoints, the loop, and re-evaluating a run's train state."""

@@ -1,0 +1,371 @@
+"""The config layer: every key a config has, config files, their `:arg` and `--config.key=value` overrides.
+
+`vitjax train`, `vitjax bench` and `vitjax sweep` read configs through this module alone, so a key or a
+value means the same everywhere and a typo fails the same way: naming the key, the closest known key
+and, for a bad value, the type the field expects.
+
+A config file defines `get_config(arg=None)` returning `base()` with its own values. `arg` is what
+follows the colon in `configs/x.py:arg`, read with `parse_arg`, which declares the keys it takes:
+
+    def get_config(arg=None):
+        arg = parse_arg(arg, data="imagenet21k", epochs=90.0, long=False)
+        c = base()
+        c.data.name = arg.data
+        ...
+
+    config = load_config("configs/imagenet/vit_b16.py:data=imagenet2012,epochs=300")   # locked
+    apply_overrides(config, {"batch_size": "64", "model.scan": True})   # text is parsed by the field's type
+    override_flags({"data.train_size": 1000})   # ['--config.data.train_size=1000'] for `vitjax train`
+
+Importing this module costs ml_collections only: config files load before TensorFlow or JAX start, so
+a typo fails in a fraction of a second.
+"""
+import argparse
+import ast
+import difflib
+import importlib.util
+import os
+
+import ml_collections
+from ml_collections import config_dict
+
+OVERRIDE_HELP = ("--config.KEY=VALUE (or --config.KEY VALUE) sets a field of the config, e.g. "
+                 "--config.batch_size=64 --config.model.scan=true --config.data.synthetic.image_shape=28,28,1; "
+                 "VALUE is read as the field's type; a key the config does not have fails. Repeatable.")
+
+# Model arguments that never come from config.model: the trainer passes them itself (num_classes from
+# the data, dtypes from config.dtype), and flax's own bookkeeping fields.
+_NOT_MODEL_FIELDS = {"parent", "name", "num_classes", "dtype", "param_dtype"}
+
+
+class ConfigError(ValueError):
+    """A config file, its `:arg` or an override is unusable; the message names the bad key or value."""
+
+
+class UnknownKeyError(ConfigError, KeyError):
+    """A key the config (or the `:arg` spec) does not have; also a KeyError, as a missing key is one."""
+
+    def __str__(self):  # KeyError would print the message quoted, like a dict key
+        return str(self.args[0])
+
+
+# --- The schema ---------------------------------------------------------------------------------
+
+def base() -> ml_collections.ConfigDict:
+    """Every key a training config has, with its default. Config files start from here."""
+    c = ml_collections.ConfigDict()
+    c.seed = 0
+
+    # Model: `model_name` picks the family, `model` holds its keyword arguments (see vitjax/models).
+    c.model_name = "vit"
+    c.model = ml_collections.ConfigDict()
+    c.dtype = "float32"  # compute dtype; parameters stay float32 ('bfloat16' on accelerators)
+    c.init_from = ""  # an official .npz or a vitjax checkpoint/workdir to fine-tune from
+
+    c.data = data_defaults()
+
+    # Duration: exactly one of total_steps / total_epochs / total_examples is non-zero (switch on the
+    # command line with e.g. `--config.total_epochs=0 --config.total_steps=300`); at most one for warmup.
+    c.batch_size = 128
+    c.eval_batch_size = 500
+    c.total_steps = 0
+    c.total_epochs = 0.0
+    c.total_examples = 0
+    c.warmup_steps = 0
+    c.warmup_epochs = 0.0
+    c.warmup_examples = 0
+
+    # Optimisation.
+    c.optimizer = ml_collections.ConfigDict(dict(
+        name="adam", b1=0.9, b2=0.999, eps=1e-8, momentum=0.9, nesterov=False))
+    c.lr = 1e-3
+    c.end_lr = 0.0
+    c.schedule = "cosine"  # 'cosine' | 'linear' | 'constant', after a linear warmup
+    c.weight_decay = 1e-4  # decoupled, on kernels only
+    c.grad_clip_norm = 1.0  # 0 disables
+    c.label_smoothing = 0.0
+    c.grad_accum_steps = 1  # micro-batches per step; the step still updates once on batch_size examples
+    c.nan_policy = "stop"  # 'stop': error naming the step and last good checkpoint; 'skip': drop the update
+
+    # Devices: mesh axis sizes (-1: the rest) and the sharding preset (vitjax/parallel.py).
+    c.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, model=1))
+    c.sharding = "data"  # 'data' | 'fsdp' | 'fsdp_tp'
+
+    # Bookkeeping.
+    c.log_every_steps = 50
+    c.eval_every_steps = 0  # 0: evaluate at the end only
+    c.checkpoint_every_steps = 500
+    c.keep_checkpoints = 3
+    return c
+
+
+def data_defaults() -> ml_collections.ConfigDict:
+    """The data config's keys and defaults (`config.data`; vitjax.data.default_config is this function).
+
+    Here rather than in vitjax/data, whose package imports TensorFlow and JAX: loading a config must not.
+    """
+    c = ml_collections.ConfigDict()
+    # A tfds name ('fashion_mnist', 'cifar10', 'imagenet2012', ...), 'folder:/root' (root/<split>/<class>/*.png),
+    # 'npz:/file.npz' (keys <split>_images, <split>_labels, optional num_classes) or 'synthetic'.
+    c.name = "fashion_mnist"
+    c.data_dir = config_dict.placeholder(str)  # None: $TFDS_DATA_DIR or ~/tensorflow_datasets.
+    c.train_split = "train"
+    c.test_split = "test"
+    # None: the whole train split. N: the first N of one fixed permutation keyed by subset_seed, so subsets
+    # of different sizes are nested (the 1k subset lies inside the 10k subset).
+    c.train_size = config_dict.placeholder(int)
+    c.subset_seed = 0
+    c.class_balanced = False  # Nested subsets with floor(N/K) (+1 for N mod K classes) examples per class.
+    # Preprocessing op strings (see vitjax/data/pp_ops.py for the ops). Both must give the same image shape.
+    c.pp_train = "random_crop(28, pad=2)|flip_lr|value_range(-1, 1)"
+    c.pp_eval = "value_range(-1, 1)"
+    c.mixup_alpha = 0.0  # 0: off. Otherwise lambda ~ Beta(alpha, alpha), one per batch.
+    # None: hold the split in memory when its decoded images are known to take at most `in_memory_max_gb`;
+    # otherwise stream it from tfds (only tfds datasets can stream).
+    c.in_memory = config_dict.placeholder(bool)
+    c.in_memory_max_gb = 4.0
+    c.shuffle_buffer = 50_000  # Streaming only; in-memory training permutes the whole split every epoch.
+    c.prefetch = 2  # Streaming only: batches tf.data keeps ready (in memory, use data.prefetch on devices).
+    c.synthetic = ml_collections.ConfigDict(
+        dict(num_train=1024, num_test=256, image_shape=(16, 16, 3), num_classes=10, seed=0)
+    )
+    return c
+
+
+# --- Values -------------------------------------------------------------------------------------
+
+_BOOLS = {"true": True, "false": False}
+
+def read_value(key: str, text: str, kind: type, nullable: bool = False):
+    """`text` as a value of type `kind` (the field's type), or ConfigError naming key, text and type.
+
+    bool: true/false (any case); int, float: Python's literals; str: the text as it is; tuple/list:
+    a Python literal such as (224, 224, 3) or 224,224,3. 'None' (any case) gives None where `nullable`.
+    `kind` NoneType (a field that is None with no declared type) reads true/false/none, then any
+    Python literal, else keeps the text.
+    """
+    if nullable and text.strip().lower() == "none":
+        return None
+    if kind is type(None):
+        return _untyped(text)
+    try:
+        if kind is bool:
+            return _BOOLS[text.strip().lower()]
+        if kind in (int, float, str):
+            return kind(text)
+        if kind in (tuple, list):
+            value = ast.literal_eval(text)
+            if isinstance(value, (tuple, list)):
+                return kind(value)
+    except (KeyError, ValueError, SyntaxError):
+        pass
+    if issubclass(kind, ml_collections.ConfigDict):
+        raise ConfigError(f"{key} is a group of fields, not a value: set one of them, e.g. {key}.<field>=...")
+    raise ConfigError(f"{key}={text!r}: expected {_describe(kind)}{' or None' if nullable else ''}")
+
+
+def _untyped(text: str):
+    lowered = text.strip().lower()
+    if lowered in _BOOLS:
+        return _BOOLS[lowered]
+    if lowered == "none":
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _describe(kind: type) -> str:
+    return {bool: "a bool (true or false)", int: "an int", float: "a float", str: "a string",
+            tuple: "a tuple such as (224, 224, 3)", list: "a list such as [1, 2]"}.get(
+        kind, f"a {kind.__name__} (it cannot be written as text)")
+
+
+def _value_text(value) -> str:
+    """A value as text that read_value reads back to the same value (bools lower-case, tuples as literals)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (tuple, list)):
+        return repr(tuple(value))
+    return str(value)
+
+
+def _closest(key: str, known) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+# --- `:arg` -------------------------------------------------------------------------------------
+
+def parse_arg(arg: str | None, **spec) -> ml_collections.ConfigDict:
+    """A config file's `:arg` as a ConfigDict of the keys `spec` declares, each with its default.
+
+    `parse_arg("data=imagenet2012,epochs=300", data="imagenet21k", epochs=90.0)` gives data='imagenet2012',
+    epochs=300.0: each value is read as its default's type. A bool key may be given by its name alone
+    (`:long` is `:long=true`). An undeclared key fails naming the known ones and the closest.
+    """
+    values = dict(spec)
+    for item in (arg or "").split(","):
+        if not item.strip():
+            continue
+        key, sep, text = (part.strip() for part in item.partition("="))
+        if key not in spec:
+            raise UnknownKeyError(f"unknown key {key!r} in ':{arg}'; known keys: {', '.join(spec) or 'none'}"
+                                  f"{_closest(key, spec)}")
+        if not sep:
+            if not isinstance(spec[key], bool):
+                raise ConfigError(f"{key!r} in ':{arg}' needs a value: write {key}=<{_describe(type(spec[key]))}>")
+            text = "true"
+        values[key] = read_value(key, text, type(spec[key]), nullable=spec[key] is None)
+    return ml_collections.ConfigDict(values)
+
+
+# --- Config files -------------------------------------------------------------------------------
+
+def split_path(path_with_arg: str) -> tuple[str, str | None]:
+    """'configs/x.py:variant=B/16' -> ('configs/x.py', 'variant=B/16'); no colon -> (path, None)."""
+    # Split after '.py' rather than at the first colon, so the argument may itself hold colons.
+    head, sep, arg = path_with_arg.partition(".py:")
+    if sep:
+        return head + ".py", arg
+    return path_with_arg, None
+
+
+def load_module(path: str, name: str = "vitjax_config_file"):
+    """Imports a Python file by path (not by module name: config and sweep files are not in a package)."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"config file {path!r} does not exist")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_config(path_with_arg: str) -> ml_collections.ConfigDict:
+    """`get_config(arg)` of a config file, locked: no key can be added by mistake."""
+    path, arg = split_path(path_with_arg)
+    module = load_module(path)
+    if not hasattr(module, "get_config"):
+        raise ConfigError(f"config file {path!r} defines no get_config(arg) function")
+    try:
+        config = module.get_config(arg) if arg is not None else module.get_config()
+    except ConfigError as error:  # its parse_arg refused the arg: say which file took it
+        raise type(error)(f"{path}: {error}") from None
+    if not isinstance(config, ml_collections.ConfigDict):
+        raise TypeError(f"get_config of {path!r} returned a {type(config).__name__}, not a ConfigDict")
+    config.lock()
+    return config
+
+
+# --- Overrides ----------------------------------------------------------------------------------
+
+def apply_overrides(config: ml_collections.ConfigDict, overrides: dict) -> dict:
+    """Sets dotted keys in place, in order; returns the values set, by key.
+
+    A str value is text (from a command line): it is read by the field's type (read_value). Other
+    values are set as they are (lists become tuples where the field is a tuple). `model.<field>` may
+    name an argument of the model class that config.model does not list yet (`model.scan` on any ViT
+    config). A key the config does not have raises UnknownKeyError naming the closest one.
+    """
+    applied = {}
+    for dotted, value in overrides.items():
+        parent, leaf = _parent_of(config, dotted)
+        if leaf not in parent:
+            applied[dotted] = _add_model_field(config, leaf, value)
+            continue
+        if isinstance(value, str):
+            value = read_value(dotted, value, parent.get_type(leaf), nullable=_nullable(parent, leaf))
+        elif isinstance(parent[leaf], tuple) and isinstance(value, list):
+            value = tuple(value)  # sweep files written by hand often give shapes as lists
+        try:
+            parent[leaf] = value
+        except TypeError:
+            raise ConfigError(f"{dotted}={value!r}: expected {_describe(parent.get_type(leaf))}") from None
+        applied[dotted] = parent[leaf]
+    return applied
+
+
+def _nullable(parent, leaf: str) -> bool:
+    # Placeholders (config_dict.placeholder(int), e.g. data.train_size) take None whatever they hold now.
+    field = dict(parent.items(preserve_field_references=True))[leaf]
+    return field is None or isinstance(field, config_dict.FieldReference)
+
+
+def override_flags(overrides: dict) -> list[str]:
+    """The `--config.key=value` arguments that make `vitjax train` apply the same overrides."""
+    return [f"--config.{key}={_value_text(value)}" for key, value in overrides.items()]
+
+
+def model_fields(model_name: str) -> dict:
+    """{argument: default} of the model class `model_name` ('vit', 'bit'), or {} for an unknown name."""
+    import dataclasses
+
+    from vitjax import models  # here, not at the top: it starts JAX, which loading a config must not
+
+    family = models.FAMILIES.get(model_name)
+    if family is None:
+        return {}
+    return {f.name: (f.default if f.default is not dataclasses.MISSING else None)
+            for f in dataclasses.fields(family) if f.name not in _NOT_MODEL_FIELDS}
+
+
+def _add_model_field(config, field: str, value):
+    # config.model holds only the keyword arguments a config file sets; the rest are the class's defaults.
+    default = model_fields(config.model_name)[field]  # _parent_of let through only fields that exist
+    if isinstance(value, str):
+        value = read_value(f"model.{field}", value, type(default), nullable=default is None)
+    with config.model.unlocked():
+        config.model[field] = value
+    return config.model[field]
+
+
+def _parent_of(config, dotted: str):
+    node, parts = config, dotted.split(".")
+    for depth, part in enumerate(parts):
+        if isinstance(node, ml_collections.ConfigDict) and part in node:
+            if depth < len(parts) - 1:
+                node = node[part]
+            continue
+        if parts[:depth] == ["model"] and depth == len(parts) - 1 and part in model_fields(config.model_name):
+            break
+        where = ".".join(parts[:depth]) or "the config"
+        known = sorted(node.keys()) if isinstance(node, ml_collections.ConfigDict) else []
+        if parts[:depth] == ["model"]:
+            known = sorted(set(known) | set(model_fields(config.model_name)))
+        close = difflib.get_close_matches(part, known, n=1)
+        hint = f"; did you mean {'.'.join(parts[:depth] + close)!r}?" if close else ""
+        raise UnknownKeyError(f"override key {dotted!r}: {where} has no field {part!r}{hint} "
+                              f"(fields there: {', '.join(known) or 'none, it is not a group'})")
+    return node, parts[-1]
+
+
+# --- Command lines ------------------------------------------------------------------------------
+
+def overrides_from_argv(argv: list[str]) -> tuple[dict, list[str]]:
+    """Takes `--config.KEY=VALUE` and `--config.KEY VALUE` out of argv: ({KEY: VALUE text}, the rest)."""
+    overrides, rest, args = {}, [], iter(argv)
+    for arg in args:
+        if not arg.startswith("--config."):
+            rest.append(arg)
+            continue
+        key, sep, text = arg[len("--config."):].partition("=")
+        if not sep:
+            text = next(args, None)
+            if text is None:
+                raise ConfigError(f"{arg} needs a value: write {arg}=VALUE")
+        if not key:
+            raise ConfigError(f"{arg!r} names no key: write --config.KEY=VALUE, e.g. --config.batch_size=64")
+        overrides[key] = text
+    return overrides, rest
+
+
+def parse_command_line(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """`parser.parse_args(argv)` with the `--config.KEY=VALUE` arguments taken out first, as args.overrides."""
+    try:
+        overrides, rest = overrides_from_argv(argv)
+    except ConfigError as error:
+        parser.error(str(error))
+    args = parser.parse_args(rest)
+    args.overrides = overrides
+    return args
