@@ -1,7 +1,7 @@
 # The two entry points of the README: `make train` (the default run) and `make test`.
 # Both set everything up first: a virtual environment pinned by constraints.txt, and the Debian
 # packages where they are missing: Fashion-MNIST, and tcmalloc (XLA:CPU runs ~1.7x faster under it,
-# see vitjax/allocator.py; `vitjax` preloads it itself, the test run is given it here).
+# see vitjax/xla_cpu.py; `vitjax` preloads it itself, the test run is given it here).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin

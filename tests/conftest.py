@@ -11,5 +11,5 @@ import jax  # noqa: E402  (after timm, as above)
 
 # The tests in this process share one JAX backend with JAX's single CPU device. Started here, so that
 # the order of tests cannot change it: a `vitjax bench` run in-process first would otherwise give the
-# whole session 4 devices (vitjax/cpu_devices.py). Subprocesses still get vitjax's own default.
+# whole session 4 devices (vitjax/xla_cpu.py). Subprocesses still get vitjax's own default.
 jax.devices()

@@ -1,17 +1,22 @@
 """vitjax/xla_cpu.py: the CPU runtime choices happen only when the CLI asks, only on the CPU, and say so."""
+import json
 import os
+import re
 import subprocess
 import sys
 
+import jax
 import ml_collections
+import numpy as np
 import pytest
 
 from tests.train import tiny_config
-from vitjax import xla_cpu
+from vitjax import rundir, xla_cpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIBRARY = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
 CPU = {"JAX_PLATFORMS": "cpu"}
+TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
 
 
 def _clean_env(**extra):
@@ -131,7 +136,6 @@ def _choose(*statements, **env):
     run = subprocess.run([sys.executable, "-c", _CHOOSE, *statements], env=_clean_env(**CPU, **env),
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
-    import json
     lines = run.stdout.strip().splitlines()
     return lines[:-1], json.loads(lines[-1])
 
@@ -164,3 +168,27 @@ def test_nothing_is_chosen_for_an_accelerator_backend(monkeypatch):
     monkeypatch.setenv("JAX_PLATFORMS", "tpu")  # predicted without starting JAX, so nothing is touched
     config = ml_collections.ConfigDict({"mesh": dict(xla_cpu.DEFAULT_MESH)})
     assert xla_cpu.choose(config) == xla_cpu.Choices(tcmalloc=xla_cpu.tcmalloc_loaded())
+
+
+def _vitjax(*args, **env):
+    return subprocess.run([sys.executable, "-m", "vitjax", *args], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT, env=_clean_env(**env))
+
+
+def test_train_on_four_devices_then_restore_elsewhere(tmp_path):
+    workdir = str(tmp_path / "w")
+    run = _vitjax("train", "--config", f"{TINY}:steps=10", "--workdir", workdir)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.count("CPU: ") == 1 and "4 XLA devices" in run.stdout
+    assert "mesh data=4 fsdp=1 model=1" in run.stdout
+    recorded = rundir.load_config(workdir)  # the choices are part of the run's config, so a resume repeats them
+    assert tuple(recorded.model.kernels) == xla_cpu.MODEL_KERNELS
+    assert dict(recorded.compiler_options) == xla_cpu.COMPILER_OPTIONS
+    # Fine-tuning, few-shot and analysis read the parameters in this process (one CPU device).
+    params = rundir.read_checkpoint_params(workdir)
+    assert all(isinstance(leaf, np.ndarray) for leaf in jax.tree.leaves(params))
+    assert params["head"]["kernel"].shape == (32, 4)
+    # `vitjax eval` restores the train state in a process of its own, here with two devices.
+    evaluated = _vitjax("eval", "--workdir", workdir, "--fewshot", "--shots", "1", JAX_NUM_CPU_DEVICES="2")
+    assert evaluated.returncode == 0, evaluated.stderr[-3000:]
+    assert re.search(r"step=10 test_accuracy=\S+ .*1shot=", evaluated.stdout)

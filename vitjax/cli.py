@@ -12,8 +12,12 @@
 import argparse
 import sys
 
-from vitjax import allocator
+from vitjax import xla_cpu
 from vitjax.config import OVERRIDE_HELP, parse_command_line
+
+
+# The commands that spend their time in compiled steps, for which the CPU runtime choices are made.
+XLA_HEAVY_COMMANDS = ("train", "bench")
 
 
 def _train_args(parser) -> None:
@@ -53,10 +57,9 @@ def _train(args):
     except ValueError as error:
         sys.exit(f"vitjax train: error: {error}")
 
-    from vitjax import cpu_devices
     from vitjax.train import preemption, trainer
     try:
-        cpu_devices.apply(config)
+        xla_cpu.choose(config)  # on a CPU backend only; after jax.distributed, before any device starts
         trainer.train(config, args.workdir, force=args.force)
     except preemption.Preempted as notice:
         print(notice, flush=True)
@@ -85,9 +88,10 @@ def _data(args):
 
 
 def main(argv=None):
-    if argv is None:  # the command line, not a caller in this process: choose the allocator first
-        allocator.reexec_under_tcmalloc()
+    if argv is None:  # the command line, not a caller in this process
         argv = sys.argv[1:]
+        if argv and argv[0] in XLA_HEAVY_COMMANDS:
+            xla_cpu.reexec_under_tcmalloc()  # the allocator must be chosen before anything else runs
     parser = argparse.ArgumentParser(prog="vitjax", description="Vision Transformers and BiT in JAX/Flax.")
     commands = parser.add_subparsers(dest="command", required=True)
     _train_args(commands.add_parser("train", help="train a model from a config file into a workdir",
@@ -116,7 +120,7 @@ def main(argv=None):
     bench.main_args(commands.add_parser("bench", help="train-step, inference and input throughput, MFU, "
                                                       "side by side with timm; writes JSON"))
 
-    if argv and argv[0] in ("train", "bench"):
+    if argv and argv[0] in XLA_HEAVY_COMMANDS:
         args = parse_command_line(parser, argv)  # their --config.KEY=VALUE overrides go to args.overrides
     else:
         args = parser.parse_args(argv)

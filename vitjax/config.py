@@ -91,6 +91,10 @@ def base() -> ml_collections.ConfigDict:
     c.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, model=1))
     c.sharding = "data"  # 'data' | 'fsdp' | 'fsdp_tp'
 
+    # XLA options for each compiled step (jax.jit's compiler_options), e.g. {'xla_cpu_...': ...}. Empty:
+    # `vitjax train` and `vitjax bench` on the CPU fill in the measured ones (vitjax/xla_cpu.py).
+    c.compiler_options = ml_collections.ConfigDict()
+
     # Bookkeeping.
     c.log_every_steps = 50
     c.eval_every_steps = 0  # 0: evaluate at the end only

@@ -99,7 +99,7 @@ def make_mesh(axis_sizes: dict, devices: Sequence[jax.Device] | None = None) -> 
         raise ValueError(
             f"mesh {named(sizes)} needs {math.prod(sizes)} devices but {len(devices)} are available; "
             f"make the sizes of config.mesh multiply to {len(devices)}, or set one of them to -1")
-    # Auto axes: Flax's logical constraints are hints to the partitioner, not asserts (STACK-NOTES).
+    # Auto axes: Flax's logical constraints are hints to the partitioner; under Explicit axes they fail.
     axis_types = (jax.sharding.AxisType.Auto,) * len(MESH_AXES)
     if not explicit:
         try:

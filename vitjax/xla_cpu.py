@@ -151,17 +151,19 @@ class Choices:
                 f"why: vitjax/xla_cpu.py)")
 
 
-def choose(config) -> Choices:
+def choose(config, *, device_count: int | None = None) -> Choices:
     """Applies the CPU choices to JAX and `config` (unlocked where needed) before JAX's backends start.
 
     Call after jax.distributed is initialised (or not used) and before anything touches a device.
+    `device_count`: a count the caller has set itself (None: VITJAX_CPU_DEVICES or DEFAULT_DEVICES,
+    halved until it fits the batches).
     """
     import jax
 
     choices = Choices(tcmalloc=tcmalloc_loaded())
     if not backend_will_be_cpu():
         return choices
-    choices.devices = _set_device_count(jax, config)
+    choices.devices = device_count or _set_device_count(jax, config)
     if jax.default_backend() != "cpu":  # starts the backends: the device count is fixed from here on
         return Choices()
     if os.environ.get(ENV_DEFAULTS, "1") != "0":

@@ -5,7 +5,7 @@
 #   experiments/bench/cpu.sh [--rounds 7 --seconds 2 ...]     # extra arguments go to every `vitjax bench`
 #
 # Writes experiments/results/bench/cpu_*.json and prints each table. `vitjax` runs under tcmalloc
-# where the system has it (vitjax/allocator.py), and timm then does too: both are in the one process.
+# where the system has it (vitjax/xla_cpu.py), and timm then does too: both are in the one process.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 VITJAX=${VITJAX:-.venv/bin/vitjax}

@@ -6,10 +6,11 @@
 
 Each option set compiles the same train step (same shardings and donation as the trainer) with its
 own `compiler_options`; the compiled steps then run in alternating rounds, each on its own copy of the
-state, and the table gives img/s per set and its ratio to the first set (the process's XLA_FLAGS,
-i.e. vitjax/cpu_flags.py's choice). This is how a new jaxlib's CPU settings should be re-measured
-before vitjax/cpu_flags.py changes. Takes --config and --config.KEY=VALUE as `vitjax bench` does;
-writes JSON (--out).
+state, and the table gives img/s per set and its ratio to the first set (vitjax's own choice,
+`vitjax.xla_cpu.COMPILER_OPTIONS`, or the config's `compiler_options`); every other set's options are
+applied on top of that one. This is how a new jaxlib's CPU settings should be re-measured before
+vitjax/xla_cpu.py changes. Takes --config and --config.KEY=VALUE as `vitjax bench` does; writes JSON
+(--out).
 
 `--devices 1,2,4` compiles the step for each number of CPU devices instead (the first N of the
 process's, data parallel as `vitjax train` runs; with --option_set, every set for each):
@@ -19,7 +20,7 @@ process's, data parallel as `vitjax train` runs; with --option_set, every set fo
 
 Compared this way, 4 devices gained more than `vitjax bench`'s ratio to timm showed across separate
 processes (ViT-Ti at 224: 1.21x here, no gain there), so confirm a device count with
-`VITJAX_CPU_DEVICES=N vitjax bench` before changing vitjax/cpu_devices.py.
+`VITJAX_CPU_DEVICES=N vitjax bench` before changing vitjax/xla_cpu.py.
 """
 import argparse
 import dataclasses
@@ -32,14 +33,14 @@ import jax.numpy as jnp
 import numpy as np
 from flax import linen as nn
 
-from vitjax import allocator, cpu_devices, data, parallel
+from vitjax import data, parallel, xla_cpu
 from vitjax.config import OVERRIDE_HELP, parse_command_line
 from vitjax.bench import jax_model, run, timing
 from vitjax.train import trainer
 
 # jaxlib 0.10's wheels carry oneDNN's fusion path; its `xla_cpu_experimental_onednn_custom_call` rewrite
 # left the HLO unchanged here (no oneDNN calls in it), so it is not listed.
-DEFAULT = "process default"  # the set every other is compared with: no options beyond XLA_FLAGS
+DEFAULT = "vitjax default"  # the set every other is compared with: the config's compiler_options
 OPTION_SETS = {
     DEFAULT: {},
     "oneDNN fusion (dot)": {"xla_cpu_use_onednn": True,
@@ -73,7 +74,7 @@ def device_counts(text: str) -> list[int]:
 
 
 def main():
-    allocator.reexec_under_tcmalloc()  # as `vitjax` itself runs
+    xla_cpu.reexec_under_tcmalloc()  # as `vitjax` itself runs
     parser = _parser()
     args = parse_command_line(parser, sys.argv[1:])
     option_sets = _option_sets(args, parser)
@@ -85,8 +86,9 @@ def main():
             jax.config.update("jax_num_cpu_devices", max(args.devices))
         except RuntimeError:  # a caller in this process started JAX first
             parser.error("--devices needs a process in which JAX has not started yet")
-    else:
-        cpu_devices.apply(config)  # the CPU split `vitjax train` uses
+    # The CPU choices `vitjax train` makes; with --devices, the count is the script's.
+    xla_cpu.choose(config, device_count=max(args.devices) if args.devices else None)
+    option_sets = {name: {**config.compiler_options, **options} for name, options in option_sets.items()}
     steps = _compile_steps(config, _plans(config, args.devices), option_sets, by_devices=bool(args.devices),
                            seconds=args.seconds)
     load_start = timing.load_average()
@@ -111,12 +113,12 @@ def _parser() -> argparse.ArgumentParser:
                              "default always comes first")
     parser.add_argument("--devices", type=device_counts, default=None, metavar="N,N,...",
                         help="CPU device counts to compile each set for (default: the one `vitjax train` uses); "
-                             "the first count's process default is the baseline")
+                             "the first count's vitjax default is the baseline")
     return parser
 
 
 def _option_sets(args, parser) -> dict:
-    """{name: compiler options}: the process default first, then --option_set's or the built-in ones."""
+    """{name: compiler options}: vitjax's default first, then --option_set's or the built-in ones."""
     option_sets = {DEFAULT: {}} if args.devices else OPTION_SETS  # with --devices the count is the variable
     if args.option_set:
         names = [DEFAULT] + [name for name, _ in args.option_set]

@@ -65,3 +65,25 @@ def test_model_fields_the_config_does_not_list_can_be_set_but_typos_fail():
     assert config.model.remat_policy == "dots_saveable"
     with pytest.raises(KeyError, match="scann"):
         run.build_config(_args(["--config", TINY, "--config.model.scann=True"]))
+
+
+def test_against_times_each_override_beside_the_config_and_reports_the_ratio(tmp_path):
+    out = tmp_path / "bench.json"
+    cli.main(["bench", "--config", TINY, "--config.batch_size=8", "--config.model.kernels=()", "--no_timm",
+              "--no_pipeline", "--no_infer", "--rounds", "1", "--seconds", "0.01", "--out", str(out),
+              "--against", "model.kernels=('heads_major',)", "--against", "model.depth=2"])
+    summary = json.loads(out.read_text())
+    assert set(summary["workloads"]) == {"matmul 2048x2048 float32 (jax)", "vitjax train",
+                                         "vitjax train [model.kernels=('heads_major',)]",
+                                         "vitjax train [model.depth=2]"}
+    ratios = {k: v for k, v in summary["ratios"].items() if k.startswith("train vitjax/vitjax[")}
+    assert set(ratios) == {"train vitjax/vitjax[model.kernels=('heads_major',)]", "train vitjax/vitjax[model.depth=2]"}
+    assert all(value > 0 for value in ratios.values())
+    # The variant really is another program: a deeper stack has more FLOPs per step.
+    flops = {name: w["xla_flops_per_call"] for name, w in summary["workloads"].items() if "vitjax" in name}
+    assert flops["vitjax train [model.depth=2]"] > flops["vitjax train"]
+
+
+def test_against_needs_key_equals_value():
+    with pytest.raises(SystemExit, match="KEY=VALUE"):
+        cli.main(["bench", "--config", TINY, "--no_timm", "--against", "model.kernels"])

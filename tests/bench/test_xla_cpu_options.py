@@ -24,17 +24,17 @@ def test_each_option_set_is_compiled_run_and_checked(tmp_path, monkeypatch):
     script = _load_script()
     out = tmp_path / "options.json"
     # In this process: the re-exec under tcmalloc would replace pytest itself.
-    monkeypatch.setattr(script.allocator, "reexec_under_tcmalloc", lambda: None)
+    monkeypatch.setattr(script.xla_cpu, "reexec_under_tcmalloc", lambda: None)
     monkeypatch.setattr(sys, "argv", [
         SCRIPT, "--config", TINY, "--config.batch_size=8", "--rounds", "1", "--seconds", "0.01", "--out", str(out),
         "--option_set", 'no ynn={"xla_cpu_experimental_ynn_fusion_type": ""}'])
     script.main()
     rows = {row["name"]: row for row in json.loads(out.read_text())["rows"]}
 
-    assert list(rows) == ["process default", "no ynn"]
+    assert list(rows) == ["vitjax default", "no ynn"]
     assert rows["no ynn"]["compiler_options"] == {"xla_cpu_experimental_ynn_fusion_type": ""}
     # The options reach the compiler: vitjax's default hands reductions to YNNPACK, the set takes them back.
-    assert rows["process default"]["library_mentions_in_hlo"].get("YNNPACK", 0) > 0
+    assert rows["vitjax default"]["library_mentions_in_hlo"].get("YNNPACK", 0) > 0
     assert rows["no ynn"]["library_mentions_in_hlo"].get("YNNPACK", 0) == 0
     for row in rows.values():
         assert row["img_per_sec"] > 0 and row["max_param_difference_after_2_steps"] < 1e-5
@@ -59,7 +59,7 @@ def test_device_counts_are_compiled_side_by_side_in_a_fresh_process(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     rows = json.loads(out.read_text())["rows"]
     assert [(row["name"], row["cpu_devices"]) for row in rows] == [
-        ("process default, 1 devices", 1), ("process default, 4 devices", 4)]
+        ("vitjax default, 1 devices", 1), ("vitjax default, 4 devices", 4)]
     # Four devices take the same two steps as one, up to the order of the gradient sums.
     assert rows[1]["max_param_difference_after_2_steps"] < 1e-5
 

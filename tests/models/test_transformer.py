@@ -287,3 +287,13 @@ def test_decoder_is_causal_and_attends_to_the_encoder_output():
     _close(masked(params, target, hidden_changed, cross_mask), masked(params, target, encoded, cross_mask),
            atol=1e-6)
     assert np.abs(np.asarray(apply(params, target, hidden_changed)) - y).max() > 1e-2  # unmasked, it matters
+
+
+def test_gelu_is_the_exact_one_with_its_gradient():
+    x = jnp.linspace(-6.0, 6.0, 241)
+    np.testing.assert_allclose(transformer.gelu(x), jax.nn.gelu(x, approximate=False), atol=1e-6)
+    grad = jax.grad(lambda v: jnp.sum(jnp.sin(transformer.gelu(v))))(x)
+    reference = jax.grad(lambda v: jnp.sum(jnp.sin(jax.nn.gelu(v, approximate=False))))(x)
+    np.testing.assert_allclose(grad, reference, atol=1e-5)
+    # The tanh approximation differs by ~1e-3: the test can tell the two apart.
+    assert np.max(np.abs(transformer.gelu(x) - jax.nn.gelu(x, approximate=True))) > 1e-4

@@ -128,7 +128,7 @@ def build(config, *, inference: bool = True, seed: int = 0) -> JaxModel:
                           in_shardings=(spec.shardings.params, batch_sharding))
         start = time.perf_counter()
         with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
-            forward = forward.lower(spec.abstract.params, batch["image"]).compile()
+            forward = forward.lower(spec.abstract.params, batch["image"]).compile(p.compiler_options or None)
         info["compile_seconds"]["infer"] = time.perf_counter() - start
         info["xla_flops_per_step"]["infer"] = _forward_flops(
             config, p.model, forward, jax.ShapeDtypeStruct(batch["image"].shape, jnp.float32))

@@ -5,6 +5,7 @@
     vitjax bench --width 192 --depth 12 --heads 3 --patch 4 --batch 128      # flags for common overrides
     vitjax bench --config configs/bench/vit.py:variant=B/16,res=224,batch=8 --config.model.scan=True --compile_only
     vitjax bench --config configs/fashion_mnist/vit.py --profile runs/profile --no_timm   # + per-op table
+    vitjax bench --no_timm --against 'model.kernels=()'   # the train step with one override, side by side
 
 Prints a table and writes the same figures as JSON (--out). Heavy modules (jax, torch, the data
 pipeline) are imported when the command runs, so adding its arguments to the CLI parser costs nothing.
@@ -55,6 +56,10 @@ def main_args(parser) -> None:
                         help="first trace the vitjax train step with jax.profiler into DIR (TensorBoard/XProf) "
                              "and print its per-op time table")
     parser.add_argument("--profile_calls", type=int, default=5, help="train steps traced with --profile")
+    parser.add_argument("--against", action="append", default=[], metavar="KEY=VALUE",
+                        help="also time the vitjax train step with this one config override (as for --config.KEY), "
+                             "in the same rounds, and report the config's step over it; repeatable, one variant "
+                             "each, e.g. --against 'model.kernels=()'")
     parser.add_argument("--out", default="bench.json", help="where the JSON summary goes")
 
 
@@ -118,10 +123,10 @@ def bench(args) -> dict:
         _load_timm_first(args.omp_wait_policy)
     import jax
 
-    from vitjax import cpu_devices
+    from vitjax import xla_cpu
     from vitjax.bench import jax_model, peak, pipeline, timing
 
-    cpu_devices.apply(config)  # as `vitjax train` splits the CPU, before _machine() starts the backends
+    xla_cpu.choose(config)  # as for `vitjax train`, before _machine() starts the backends
     summary = {"config": args.config, "overrides": {k: list(v) if isinstance(v, tuple) else v
                                                      for k, v in overrides.items()},
                "overrides_argv": override_flags(overrides),
@@ -147,6 +152,8 @@ def bench(args) -> dict:
     size = args.peak_size or size
     matmul = peak.matmul_workload(size, dtype)
     workloads = [matmul, jm.train] + ([jm.infer] if jm.infer else [])
+    variants = _variant_workloads(config, args.against)
+    workloads += list(variants.values())
     timm = _Timm()
     if not args.no_timm:
         timm = _timm_workloads(args, config, jm, backend, size, dtype, summary)
@@ -166,13 +173,31 @@ def bench(args) -> dict:
         "datasheet_bf16_flops_per_second": datasheet,
     }
     summary["workloads"] = _workload_summaries(workloads, jm, matmul, datasheet)
-    summary["ratios"] = _ratios(jm, timm, pipe, matmul)
+    summary["ratios"] = _ratios(jm, timm, pipe, matmul, variants)
     summary["process_memory"] = timing.memory_of_process()
     if backend == "gpu":
         summary["device_memory"] = _device_memory(jax, torch_used=timm.train is not None)
     _finish(summary, args.out, started)
     print(f"wrote {args.out}")
     return summary
+
+
+def _variant_workloads(config, against: list[str]) -> dict:
+    """{'KEY=VALUE': the train-step workload of `config` with that override}, compiled as the trainer does."""
+    from vitjax.bench import jax_model
+
+    variants = {}
+    for item in against:
+        key, separator, value = item.partition("=")
+        if not separator or not key.strip():
+            raise ValueError(f"--against {item!r}: write KEY=VALUE, e.g. --against 'model.kernels=()'")
+        variant = config.copy_and_resolve_references()
+        apply_overrides(variant, {key.strip(): value})
+        _log(f"compiling the vitjax train step with {item} ...")
+        workload = jax_model.build(variant, inference=False).train
+        workload.name = f"vitjax train [{item}]"
+        variants[item] = workload
+    return variants
 
 
 def _check_args(args) -> None:
@@ -280,8 +305,9 @@ def _timm_over_vitjax_flops(model, per_image: dict) -> float:
     return per_image["forward_every_row"] / per_image["forward"]
 
 
-def _ratios(jm, timm: _Timm, pipe, matmul) -> dict:
-    """vitjax over timm, the input pipeline over the train step, and JAX's matmul over torch's."""
+def _ratios(jm, timm: _Timm, pipe, matmul, variants: dict) -> dict:
+    """vitjax over timm and over each --against variant, the input pipeline over the train step, and
+    JAX's matmul over torch's."""
     from vitjax.bench import report, timing
 
     ratios = {
@@ -290,6 +316,7 @@ def _ratios(jm, timm: _Timm, pipe, matmul) -> dict:
         "train vitjax/timm compiled": report.ratio(jm.train, timm.compiled),
         "pipeline/train (input images per second over those the step consumes)": report.ratio(pipe, jm.train),
     }
+    ratios.update({f"train vitjax/vitjax[{item}]": report.ratio(jm.train, w) for item, w in variants.items()})
     if timm.matmul is not None:
         ratios["matmul jax/torch"] = timing.paired_ratio(matmul.per_second("flops"), timm.matmul.per_second("flops"))
     return ratios

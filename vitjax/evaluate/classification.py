@@ -26,14 +26,15 @@ class Evaluator:
     The last batch is padded with masked rows, so every example counts once whatever the batch size.
     """
 
-    def __init__(self, model, data_config, *, batch_size: int, mesh, params_sharding, split: str | None = None):
+    def __init__(self, model, data_config, *, batch_size: int, mesh, params_sharding, split: str | None = None,
+                 compiler_options: dict | None = None):
         parallel.check_batch_size(batch_size, mesh)
         self._data_config = data_config
         self._split = split or data_config.test_split
         self._batch_size = batch_size
         self._batch_sharding = parallel.batch_sharding(mesh)
         self._step = jax.jit(make_eval_step(model), in_shardings=(params_sharding, self._batch_sharding),
-                             out_shardings=parallel.replicated(mesh))
+                             out_shardings=parallel.replicated(mesh), compiler_options=compiler_options or None)
 
     def __call__(self, params) -> dict:
         totals = None

@@ -7,21 +7,17 @@ only how XLA is asked to compute it differs. None is on by default: the models t
 the backend they run on. `vitjax train` and `vitjax bench` switch on the set measured to pay on CPU
 (`vitjax.xla_cpu.MODEL_KERNELS`) when the backend is the CPU and the config does not name its own
 `model.kernels`. Each was kept only for a measured gain of at least 5% on the default Fashion-MNIST
-config's train step (experiments/results/bench/README.md has the figures and the command).
+config's train step, measured side by side in one process (experiments/results/bench/README.md has
+the figures and the command; hand-written Dense and GELU backward passes gained 1-3% and were removed).
 
-  dense_vjp      Dense's backward pass written out, the weight gradient x^T g computed as (g^T x)^T
-                 when the input is wider than the output (XLA:CPU ran [192, 768] products faster
-                 than [768, 192] ones).
   layernorm_vjp  LayerNorm's backward pass in closed form (two row reductions, one elementwise pass)
                  instead of the dozen passes autodiff left to XLA:CPU.
-  gelu_vjp       the exact GELU's derivative in closed form (one erf, one exp) instead of autodiff
-                 through erf.
   heads_major    attention in [batch, heads, length, head_dim] layout through explicit einsums, so the
                  projections produce that layout directly and no transpose of q, k, v or the output
                  is needed; the default hands [batch, length, heads, head_dim] to
                  `jax.nn.dot_product_attention` (`attention_implementation="cudnn"`: cuDNN on GPU).
 """
-KERNELS = ("dense_vjp", "layernorm_vjp", "gelu_vjp", "heads_major")
+KERNELS = ("layernorm_vjp", "heads_major")
 
 
 def check(kernels) -> None:

@@ -14,9 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from vitjax.models.activations import gelu
 from vitjax.models.attention import Implementation, MultiHeadAttention
-from vitjax.models.layers import Dense, LayerNorm
+from vitjax.models.layernorm import LayerNorm
 from vitjax.models.posemb import AddPositionEmbedding, Kind as PosembKind
 
 Norm = Literal["layernorm", "rmsnorm"]
@@ -41,6 +40,12 @@ def make_norm(kind: Norm, dtype, param_dtype, *, index: int = 0, name: str | Non
     if kind == "rmsnorm":
         return nn.RMSNorm(epsilon=1e-6, dtype=dtype, param_dtype=param_dtype, name=name or f"RMSNorm_{index}")
     raise ValueError(f"unknown norm {kind!r}; choose 'layernorm' or 'rmsnorm'")
+
+
+def gelu(x):
+    """The exact GELU, x * Phi(x), written with erf as timm's (torch's) is: `jax.nn.gelu` uses erfc,
+    which XLA:CPU expands into a longer polynomial."""
+    return x * (0.5 + 0.5 * jax.lax.erf(x * jnp.asarray(2 ** -0.5, x.dtype)))
 
 
 def _is_zero(rate) -> bool:
@@ -70,20 +75,18 @@ class MlpBlock(nn.Module):
     deterministic: bool = True
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
-    kernels: tuple[str, ...] = ()  # names from vitjax/models/kernels.py
 
     @nn.compact
     def __call__(self, x):
         width = x.shape[-1]
-        dense = dict(dtype=self.dtype, param_dtype=self.param_dtype, hand_vjp="dense_vjp" in self.kernels,
-                     bias_init=nn.initializers.normal(stddev=1e-6))
-        x = Dense(self.mlp_dim, kernel_init=nn.with_logical_partitioning(
+        dense = dict(dtype=self.dtype, param_dtype=self.param_dtype, bias_init=nn.initializers.normal(stddev=1e-6))
+        x = nn.Dense(self.mlp_dim, kernel_init=nn.with_logical_partitioning(
             nn.initializers.xavier_uniform(), ("embed", "mlp")), name="Dense_0", **dense)(x)
         x = nn.with_logical_constraint(x, ("batch", "length", "mlp"))
         # Exact (erf) GELU as in the paper's definition and timm; tanh-approximate differs by ~1e-3.
-        x = gelu(x, hand_vjp="gelu_vjp" in self.kernels)
+        x = gelu(x)
         x = nn.Dropout(self.dropout_rate)(x, deterministic=self.deterministic)
-        x = Dense(width, kernel_init=nn.with_logical_partitioning(
+        x = nn.Dense(width, kernel_init=nn.with_logical_partitioning(
             nn.initializers.xavier_uniform(), ("mlp", "embed")), name="Dense_1", **dense)(x)
         return nn.Dropout(self.dropout_rate)(x, deterministic=self.deterministic)
 
@@ -125,7 +128,7 @@ class _BlockBase(nn.Module):
 
     def _mlp(self):
         return MlpBlock(self.mlp_dim, self.dropout_rate, self.deterministic, self.dtype,
-                        self.param_dtype, self.kernels, name="MlpBlock_0")
+                        self.param_dtype, name="MlpBlock_0")
 
 
 class EncoderBlock(_BlockBase):

@@ -36,6 +36,7 @@ class Plan:
     mesh: jax.sharding.Mesh
     rules: tuple
     model: nn.Module
+    compiler_options: dict  # XLA options for each compilation of a step (jax.jit's compiler_options)
 
 
 def plan(config) -> Plan:
@@ -63,7 +64,8 @@ def plan(config) -> Plan:
     # Tracing the model's init checks shapes (patch vs image size, heads vs width) without compiling.
     jax.eval_shape(lambda x: model.init(jax.random.key(0), x, train=False),
                    jax.ShapeDtypeStruct((1, *info.image_shape), jnp.float32))
-    return Plan(info, total, warmup, mesh, parallel.rules_for(config.sharding), model)
+    return Plan(info, total, warmup, mesh, parallel.rules_for(config.sharding), model,
+                dict(config.compiler_options))
 
 
 @dataclasses.dataclass
@@ -107,7 +109,7 @@ def compile_train_step(config, p: Plan, spec: StateSpec, dropout_key):
     """
     lowered, batch_sharding = lower_train_step(config, p, spec, dropout_key)
     with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
-        return lowered.compile(), batch_sharding
+        return lowered.compile(compiler_options=p.compiler_options or None), batch_sharding
 
 
 def lower_train_step(config, p: Plan, spec: StateSpec, dropout_key):
@@ -124,7 +126,7 @@ def lower_train_step(config, p: Plan, spec: StateSpec, dropout_key):
         in_shardings=(spec.shardings, batch_sharding, parallel.replicated(p.mesh)),
         out_shardings=(spec.shardings, parallel.replicated(p.mesh)),
         donate_argnums=(0,))
-    # The models' activation constraints act only inside both contexts (STACK-NOTES).
+    # Flax's logical activation constraints act only inside both contexts; outside they are no-ops.
     with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
         return train_step.lower(spec.abstract, abstract_batch, dropout_key), batch_sharding
 
@@ -163,7 +165,8 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
         state, elapsed_before = _restore_or_initialise(config, p, spec, ckpt, init_key)
         compiled, batch_sharding, flops_per_step = _compile_and_describe(config, p, spec, dropout_key)
         evaluator = classification.Evaluator(p.model, config.data, batch_size=config.eval_batch_size,
-                                             mesh=p.mesh, params_sharding=spec.shardings.params)
+                                             mesh=p.mesh, params_sharding=spec.shardings.params,
+                                             compiler_options=p.compiler_options)
         log = rundir.MetricsLog(workdir)
         batches = _train_batches(config, int(state.step), batch_sharding)
         stop = _SigtermFlag()
