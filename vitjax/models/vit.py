@@ -58,8 +58,8 @@ class PatchEmbedding(nn.Module):
 
     The parameters are those of a PxP convolution with stride P (`kernel` [P, P, C, features], HWIO, and
     `bias`), as in the official checkpoints. The patches do not overlap, so the convolution is one
-    matrix product over the flattened patches; computed that way, XLA:CPU runs it (and its gradients)
-    as a plain matmul instead of a strided convolution.
+    matrix product over the flattened patches, and it is computed as that product (with its gradients)
+    rather than handed to the compiler as a strided convolution.
     """
     features: int
     patch: int

@@ -78,8 +78,7 @@ def make_train_step(model, tx: optax.GradientTransformation, schedule: Callable,
             return optax.apply_updates(params, updates), opt_state
 
         # Skipping the update, rather than computing it and then selecting the old values leaf by leaf,
-        # saves passes over the whole state: ViT-B/16 at batch 2 trained 1.085x faster on CPU (the default
-        # config: 1.016x, within the noise), alternated in one process.
+        # saves passes over the whole state (measured: experiments/results/bench/README.md).
         params, opt_state = jax.lax.cond(finite, apply_update, lambda operands: operands,
                                          (state.params, state.opt_state))
         new_state = TrainState(
