@@ -1,10 +1,10 @@
 r"""A small ViT on Fashion-MNIST, patch 4: the project's default run.
 
     vitjax train --config configs/fashion_mnist/vit.py --workdir runs/fashion_mnist_vit
-Expected: test accuracy >= 0.88 in <= 10 minutes on 2 CPU cores. Measured 2026-11-30 on 2 CPU cores,
-machine otherwise idle, under tcmalloc and on 4 CPU devices as `vitjax` runs itself, the last block
-computing the CLS row alone: test accuracy 0.8843 after 7 epochs (3,282 steps of 128), 8m34s of
-training, 8m42s for the whole command (`/usr/bin/time`), ~860 img/s.
+Expected: test accuracy >= 0.88 in <= 10 minutes on 2 CPU cores. Measured 2026-12-01 with `make train`
+on 2 CPU cores, machine otherwise idle, with the CPU choices `vitjax` makes itself (vitjax/xla_cpu.py):
+test accuracy 0.8824 after 7 epochs (3,282 steps of 128), 3m52s of training, 3m59s for the whole
+command, ~1,950 img/s. On a slower 2-core machine (2026-11-30): 0.8843 in 8m34s, ~860 img/s.
 
     vitjax train --config configs/fashion_mnist/vit.py:long --workdir runs/fashion_mnist_vit_long
 Expected: test accuracy >= 0.91. Measured 2026-11-30 on 2 CPU cores under tcmalloc (the cores were
