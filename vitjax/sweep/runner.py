@@ -96,8 +96,7 @@ def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parall
         return 0
 
     os.makedirs(sweep_dir, exist_ok=True)
-    with open(os.path.join(sweep_dir, table.SWEEP), "w") as f:
-        json.dump({**sweep.describe(), "fewshot": settings}, f, indent=1)
+    table.write_definition(sweep_dir, {**sweep.describe(), "fewshot": settings})
     _write_table(sweep_dir, echo, quiet=True)
     jobs = _Jobs(plan, sweep_dir, settings, parallel, pin_gpus, echo)
     if not _run_all(jobs, parallel):
@@ -310,8 +309,7 @@ def _error_of(output: str, code) -> tuple[str, str]:
 
 
 def _write_table(sweep_dir, say, quiet=False):
-    rows = table.collect(sweep_dir)
-    csv_path, _ = table.write(sweep_dir, rows)
+    rows, csv_path = table.update(sweep_dir)
     if not quiet:
         say(f"results table: {csv_path}")
         for row in rows:

@@ -6,13 +6,19 @@
 A row's status: 'finished' (results.json, and few-shot done where asked), 'failed' (failed.json: the
 error and traceback of the stage that failed), 'running' (a live process holds running.json),
 'interrupted' (started, not finished: re-running the sweep resumes it) or 'pending' (not started).
+
+The files are replaced atomically, each written to a temporary file of its own first, so concurrent
+writers (a sweep's worker threads, two sweeps) never meet half a file or each other's temporary file.
 """
+import contextlib
 import csv
 import json
 import os
 import re
 import socket
 import statistics
+import threading
+import uuid
 
 from vitjax import rundir
 
@@ -22,6 +28,9 @@ CSV, JSON = "results.csv", "results.json"
 COLUMNS = ["name", "status", "family", "model", "patch_size", "train_size", "params", "flops_per_step",
            "train_flops", "steps", "batch_size", "examples_seen", "wall_seconds", "core_hours", "img_per_sec",
            "test_accuracy", "test_loss"]
+
+# One collect-and-write at a time in this process: the table written last is then the newest.
+_UPDATE_LOCK = threading.Lock()
 
 
 def running_holder(run_dir: str) -> dict | None:
@@ -125,22 +134,48 @@ def csv_columns(rows) -> list[str]:
 
 
 def write(sweep_dir: str, rows: list[dict]) -> tuple[str, str]:
-    """Writes results.csv and results.json (atomically) and returns their paths."""
+    """Writes results.csv and results.json (each atomically) and returns their paths."""
     csv_path, json_path = os.path.join(sweep_dir, CSV), os.path.join(sweep_dir, JSON)
     columns = csv_columns(rows)
-    tmp = csv_path + ".tmp"
-    with open(tmp, "w", newline="") as f:
+    with _replacing(csv_path, newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         for row in rows:
             writer.writerow({**row, "overrides": json.dumps(row["overrides"], sort_keys=True),
                              "error": row["error"].splitlines()[-1] if row["error"] else ""})
-    os.replace(tmp, csv_path)
-    tmp = json_path + ".tmp"
-    with open(tmp, "w") as f:
+    with _replacing(json_path) as f:
         json.dump({"columns": columns, "runs": rows}, f, indent=1, sort_keys=False)
-    os.replace(tmp, json_path)
     return csv_path, json_path
+
+
+def update(sweep_dir: str) -> tuple[list[dict], str]:
+    """Collects the rows and writes them, one caller at a time in this process; returns (rows, CSV path)."""
+    with _UPDATE_LOCK:
+        rows = collect(sweep_dir)
+        csv_path, _ = write(sweep_dir, rows)
+    return rows, csv_path
+
+
+def write_definition(sweep_dir: str, definition: dict) -> None:
+    """Writes DIR/sweep.json (atomically): the runs `collect` lists, pending ones too."""
+    with _replacing(os.path.join(sweep_dir, SWEEP)) as f:
+        json.dump(definition, f, indent=1)
+
+
+@contextlib.contextmanager
+def _replacing(path: str, newline=None):
+    """A text file to write that replaces `path` when the block ends without an error. It is a
+    temporary file of its own beside `path` (same filesystem: the rename is atomic), removed on error;
+    made with O_EXCL rather than tempfile.mkstemp so that it gets the umask's mode, not 0600."""
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "x", newline=newline) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def collect(sweep_dir: str) -> list[dict]:
