@@ -138,27 +138,41 @@ def test_fewshot_cli_on_a_trained_run(swept):
     assert json.loads((out / "vit_n512_p4" / "fewshot.json").read_text())["shots"] == [2]
 
 
-def test_sigterm_stops_the_sweep_and_leaves_a_resumable_run(tmp_path):
-    sweep_file = tmp_path / "long_sweep.py"
-    sweep_file.write_text(f"def get_runs(arg=None):\n"
-                          f"    return [('long', {TINY!r}, {{'total_steps': 100000, 'log_every_steps': 5}})]\n")
-    out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "vitjax", "sweep", str(sweep_file), "--workdir", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-    log = out / "long" / "train.log"
+LONG = ("FEWSHOT = None\n"
+        "def get_runs(arg=None):\n"
+        f"    return [('long', {TINY!r}, {{'total_steps': 100000, 'log_every_steps': 5, "
+        f"'checkpoint_every_steps': 100000}})]\n")  # only a stop's checkpoint: it shows the stop was clean
+
+
+def _start_sweep(sweep_file, out):
+    # In a session of its own, like a shell's foreground job: the test plays the terminal.
+    return subprocess.Popen([sys.executable, "-m", "vitjax", "sweep", str(sweep_file), "--workdir", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                            start_new_session=True)
+
+
+def _wait_for(proc, path, text, offset=0):
     deadline = time.time() + 600
-    while not (log.exists() and "step 5/" in log.read_text()):  # training is under way
+    while not (path.exists() and text in path.read_text()[offset:]):
         assert proc.poll() is None and time.time() < deadline, proc.stdout.read()[-3000:]
-        time.sleep(0.5)
-    assert (out / "long" / "running.json").exists()
-    trainer_pid = json.loads((out / "long" / "running.json").read_text())["pids"][0]
+        time.sleep(0.2)
+
+
+def test_sigterm_stops_the_sweep_and_leaves_a_resumable_run(tmp_path):
+    from vitjax.sweep import runlock
+    sweep_file, out = tmp_path / "long_sweep.py", tmp_path / "out"
+    sweep_file.write_text(LONG)
+    proc = _start_sweep(sweep_file, out)
+    _wait_for(proc, out / "long" / "train.log", "step 5/")  # training is under way
+    assert runlock.is_held(str(out / "long"))
+    trainer_pid = runlock.holder(str(out / "long"))["pids"][0]
     proc.terminate()  # a preemption notice for the whole sweep
     output, _ = proc.communicate(timeout=300)
     assert proc.returncode == 130, output[-3000:]
     with pytest.raises(ProcessLookupError):  # the trainer stopped with the sweep, not orphaned
         os.kill(trainer_pid, 0)
     assert "interrupted" in output
-    assert not (out / "long" / "running.json").exists() and not (out / "long" / "failed.json").exists()
+    assert not runlock.is_held(str(out / "long")) and not (out / "long" / "failed.json").exists()
     # The trainer checkpointed the step it was on, so re-running the sweep resumes from there.
     assert any(name.isdigit() for name in os.listdir(out / "long" / "checkpoints")), output[-3000:]
     assert _rows(out)["long"]["status"] == "interrupted"

@@ -7,9 +7,9 @@ from fresh XLA state. Output goes to DIR/<name>/train.log and fewshot.log.
 
 Re-running a sweep is always safe: a finished run (results.json, and fewshot.json where few-shot is on)
 is skipped; an interrupted one is resumed by the trainer from its newest checkpoint; a failed one
-(failed.json) is retried; one that a live process is still working on (running.json: for example the
-trainer of a sweep that was killed) is left alone. After every run the table (table.py) is rewritten, so DIR/results.csv is
-current even while a long sweep is going.
+(failed.json) is retried; one whose lock another process holds (runlock.py: another sweep, or the
+trainer of a killed one) is left alone. After every run the table (table.py) is rewritten, so
+DIR/results.csv is current even while a long sweep is going.
 """
 import concurrent.futures
 import json
@@ -25,7 +25,7 @@ import time
 import traceback
 
 from vitjax import rundir
-from vitjax.sweep import table
+from vitjax.sweep import runlock, table
 from vitjax.train.preemption import PREEMPTED_EXIT_CODE
 
 
@@ -116,8 +116,8 @@ def _echo_plan(plan, settings, echo) -> None:
 
 
 class _Jobs:
-    """The planned runs as jobs: numbered as they start, each on a free slot (its GPU with pin_gpus),
-    their messages one at a time, the table rewritten after each."""
+    """The planned runs as jobs: numbered as they start, each on a free slot (its GPU with pin_gpus)
+    and under its run's lock, their messages one at a time, the table rewritten after each."""
 
     def __init__(self, plan, sweep_dir, settings, parallel, pin_gpus, echo):
         self.plan, self.sweep_dir, self.settings, self.pin_gpus = plan, sweep_dir, settings, pin_gpus
@@ -144,7 +144,7 @@ class _Jobs:
             return "finished"
         slot = self._slots.get()
         try:
-            status = _execute(run, run_dir, action, self.settings, slot, self.pin_gpus, self.live, self.say, prefix)
+            status = self._locked(run, run_dir, action, slot, prefix)
         except Exception as error:  # noqa: BLE001  (a bug in the runner must not lose the other runs)
             _record_failure(run_dir, "runner", str(error), traceback.format_exc(), None, [], None)
             self.say(f"{prefix}: FAILED in the sweep runner: {error}")
@@ -154,6 +154,26 @@ class _Jobs:
         if not self.live.stopping:
             _write_table(self.sweep_dir, self.say, quiet=True)
         return status
+
+    def _locked(self, run, run_dir, action, slot, prefix) -> str:
+        """Takes the run's lock and runs it; 'running' (and nothing done) when another process holds it."""
+        lock = runlock.acquire(run_dir)
+        if lock is None:
+            holder = runlock.holder(run_dir)
+            self.say(f"{prefix}: left alone: another process holds {rundir.file_path(run_dir, rundir.SWEEP_LOCK)} "
+                     f"(pids {holder.get('pids', '?')} on {holder.get('host', '?')}: another sweep, or the trainer "
+                     f"of a killed one); the lock goes when they exit")
+            return "running"
+        try:
+            if rundir.exists(run_dir, rundir.FAILED):
+                os.remove(rundir.file_path(run_dir, rundir.FAILED))  # a retry: the old failure no longer applies
+            env = dict(os.environ, PYTHONUNBUFFERED="1")
+            if self.pin_gpus:
+                env["CUDA_VISIBLE_DEVICES"] = str(slot)  # one GPU per concurrent run
+            return _stages(run, run_dir, action, self.settings, env, self.live, self.say, prefix, lock)
+        finally:
+            # A child that inherited the lock (pass_fds) holds it until it exits.
+            runlock.release(lock)
 
 
 def _run_all(jobs: _Jobs, parallel: int) -> bool:
@@ -199,28 +219,6 @@ def _final_report(sweep_dir, runs, say) -> int:
     return 0
 
 
-def _execute(run, run_dir, action, settings, slot, pin_gpus, live, say, prefix) -> str:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if pin_gpus:
-        env["CUDA_VISIBLE_DEVICES"] = str(slot)  # one GPU per concurrent run
-    holder = table.running_holder(run_dir)
-    if holder:
-        say(f"{prefix}: left alone: already being worked on by pid(s) {holder.get('pids')} on {holder.get('host')} "
-            f"(another sweep, or the trainer of a killed one); delete {rundir.file_path(run_dir, rundir.RUNNING)} "
-            f"if that is wrong")
-        return "running"
-    os.makedirs(run_dir, exist_ok=True)
-    stale = rundir.file_path(run_dir, rundir.FAILED)
-    if os.path.exists(stale):
-        os.remove(stale)  # a retry: the old failure no longer describes the run
-    lock = rundir.file_path(run_dir, rundir.RUNNING)
-    try:
-        return _stages(run, run_dir, action, settings, env, live, say, prefix, lock)
-    finally:
-        if os.path.exists(lock):
-            os.remove(lock)
-
-
 def _stages(run, run_dir, action, settings, env, live, say, prefix, lock) -> str:
     if action == "train":
         resuming = rundir.exists(run_dir, rundir.CONFIG)
@@ -256,7 +254,8 @@ def _stages(run, run_dir, action, settings, env, live, say, prefix, lock) -> str
 def _subprocess(argv, log_path, env, live, lock) -> tuple[int, float, str]:
     """Runs argv with output appended to log_path; returns (exit code, seconds, this attempt's output).
 
-    While it runs, `lock` (the run's running.json) names this process and the child."""
+    The child gets the run's lock (file descriptor `lock`) too, so the run stays locked while it lives
+    even if the sweep dies."""
     start = time.time()
     if live.stopping:  # the sweep is being interrupted: start nothing new
         return PREEMPTED_EXIT_CODE, 0.0, ""
@@ -264,11 +263,10 @@ def _subprocess(argv, log_path, env, live, lock) -> tuple[int, float, str]:
         offset = log.tell()
         log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {_shell(argv)}\n")
         log.flush()
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                pass_fds=(lock,))
         live.add(proc)
-        with open(lock, "w") as f:
-            json.dump({"pids": [proc.pid, os.getpid()], "host": socket.gethostname(),
-                       "command": _shell(argv), "since": time.strftime("%Y-%m-%d %H:%M:%S")}, f)
+        runlock.describe(lock, pids=[proc.pid, os.getpid()], host=socket.gethostname(), command=_shell(argv))
         # Deregistered only after a normal exit: when the wait is interrupted (SIGTERM or Ctrl-C on
         # the sweep), the child must stay registered so terminate_all() reaches it; otherwise it
         # would outlive the sweep and keep training.

@@ -4,8 +4,9 @@
     DIR/results.json   the same rows plus each run's full config, overrides and few-shot spreads
 
 A row's status: 'finished' (results.json, and few-shot done where asked), 'failed' (failed.json: the
-error and traceback of the stage that failed), 'running' (a live process holds running.json),
-'interrupted' (started, not finished: re-running the sweep resumes it) or 'pending' (not started).
+error and traceback of the stage that failed), 'running' (a process holds the run's sweep lock,
+runlock.py), 'interrupted' (started, not finished: re-running the sweep resumes it) or 'pending' (not
+started).
 
 The files are replaced atomically, each written to a temporary file of its own first, so concurrent
 writers (a sweep's worker threads, two sweeps) never meet half a file or each other's temporary file.
@@ -15,12 +16,12 @@ import csv
 import json
 import os
 import re
-import socket
 import statistics
 import threading
 import uuid
 
 from vitjax import rundir
+from vitjax.sweep import runlock
 
 SWEEP = "sweep.json"  # the sweep's definition, written by the runner; lets `vitjax plot` list pending runs
 CSV, JSON = "results.csv", "results.json"
@@ -33,30 +34,9 @@ COLUMNS = ["name", "status", "family", "model", "patch_size", "train_size", "par
 _UPDATE_LOCK = threading.Lock()
 
 
-def running_holder(run_dir: str) -> dict | None:
-    """The live process working on this run (its running.json), or None.
-
-    A killed sweep can leave its training subprocess behind; the file names that process too, so a
-    second sweep does not start another trainer on the same workdir.
-    """
-    holder = rundir.read_json(run_dir, rundir.RUNNING)
-    if not holder:
-        return None
-    if holder.get("host") != socket.gethostname():
-        return holder  # cannot check another machine's processes: assume it is still at work
-    for pid in holder.get("pids", []):
-        try:
-            os.kill(pid, 0)
-            return holder
-        except ProcessLookupError:
-            continue
-        except PermissionError:  # alive, owned by someone else
-            return holder
-    return None
-
-
 def run_status(run_dir: str, want_fewshot: bool = False) -> str:
-    if running_holder(run_dir):
+    """The run's status (see the module's docstring)."""
+    if runlock.is_held(run_dir):
         return "running"
     if rundir.exists(run_dir, rundir.FAILED):
         return "failed"
