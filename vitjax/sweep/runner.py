@@ -10,6 +10,11 @@ is skipped; an interrupted one is resumed by the trainer from its newest checkpo
 (failed.json) is retried; one whose lock another process holds (runlock.py: another sweep, or the
 trainer of a killed one) is left alone. After every run the table (table.py) is rewritten, so
 DIR/results.csv is current even while a long sweep is going.
+
+Stopping: Ctrl-C, SIGTERM or SIGHUP to the sweep passes SIGTERM to each running child, which
+checkpoints and exits with the preemption status; each run's lock goes only when its child has exited.
+The children run in sessions of their own so that a terminal's Ctrl-C reaches the sweep alone: the
+trainer takes only SIGTERM as "save and stop", and a SIGINT would kill it without a checkpoint.
 """
 import concurrent.futures
 import json
@@ -28,6 +33,9 @@ from vitjax import rundir
 from vitjax.sweep import runlock, table
 from vitjax.train.preemption import PREEMPTED_EXIT_CODE
 
+# Signals that stop a sweep cleanly: Ctrl-C, a preemption notice, the terminal closing.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
 
 class _Live:
     """The subprocesses now running, so an interrupted sweep can pass the signal on."""
@@ -40,6 +48,8 @@ class _Live:
     def add(self, proc):
         with self._lock:
             self._procs.add(proc)
+            if self.stopping:  # started while the sweep was being stopped: stop it too
+                proc.terminate()
 
     def discard(self, proc):
         with self._lock:
@@ -47,8 +57,8 @@ class _Live:
 
     def terminate_all(self, grace_seconds=120.0):
         # SIGTERM: the trainer checkpoints the current step and exits; the sweep resumes it next time.
-        self.stopping = True
         with self._lock:
+            self.stopping = True
             procs = list(self._procs)
         for proc in procs:
             if proc.poll() is None:
@@ -172,37 +182,34 @@ class _Jobs:
                 env["CUDA_VISIBLE_DEVICES"] = str(slot)  # one GPU per concurrent run
             return _stages(run, run_dir, action, self.settings, env, self.live, self.say, prefix, lock)
         finally:
-            # A child that inherited the lock (pass_fds) holds it until it exits.
+            # A child that inherited the lock (pass_fds) holds it until it exits; normally it has by now.
             runlock.release(lock)
 
 
 def _run_all(jobs: _Jobs, parallel: int) -> bool:
-    """Runs every job, `parallel` at a time; False when interrupted (Ctrl-C, or SIGTERM to the sweep),
-    after stopping the running runs (each checkpoints) and writing the table."""
-    previous_handler = _on_sigterm_raise_interrupt()
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=parallel) if parallel > 1 else None
+    """Runs every job, `parallel` at a time; False when interrupted (Ctrl-C, SIGTERM or SIGHUP to the
+    sweep), after stopping the running runs (each checkpoints) and writing the table.
+
+    Jobs run on worker threads even one at a time: the main thread only waits, so the KeyboardInterrupt
+    of a signal is raised here and never inside a job, which keeps its run's lock until its child exits.
+    """
+    previous_handlers = _stop_on_signals()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="vitjax-sweep")
     try:
-        if pool is None:
-            for item in jobs.plan:
-                jobs.run(*item)
-        else:
-            for future in [pool.submit(jobs.run, *item) for item in jobs.plan]:
-                future.result()
+        for future in [pool.submit(jobs.run, *item) for item in jobs.plan]:
+            future.result()
     except KeyboardInterrupt:
         jobs.say("interrupted: stopping the running runs (each checkpoints and can be resumed by re-running)")
         jobs.live.stopping = True  # before anything else: no queued run may start now
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=True)
         jobs.live.terminate_all()
-        if pool is not None:
-            pool.shutdown(wait=True)
+        pool.shutdown(wait=True)  # the jobs see their children's exits and release their runs' locks
         _write_table(jobs.sweep_dir, jobs.say)
         return False
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
-        if previous_handler is not None:
-            signal.signal(signal.SIGTERM, previous_handler)
+        pool.shutdown(wait=True)
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
     return True
 
 
@@ -227,7 +234,8 @@ def _stages(run, run_dir, action, settings, env, live, say, prefix, lock) -> str
         argv = [sys.executable, "-m", "vitjax", *run.train_argv(run_dir)]
         code, seconds, log = _subprocess(argv, log_path, env, live, lock)
         if code == PREEMPTED_EXIT_CODE or (live.stopping and code != 0):
-            say(f"{prefix}: interrupted after {seconds:.0f}s; re-run the sweep to resume it")
+            saved = "checkpoint saved" if code == PREEMPTED_EXIT_CODE else "no checkpoint of the last steps"
+            say(f"{prefix}: interrupted after {seconds:.0f}s (exit {code}: {saved}); re-run the sweep to resume it")
             return "interrupted"
         if code != 0:
             error = _record_failure(run_dir, "train", None, None, code, argv, log)
@@ -255,7 +263,8 @@ def _subprocess(argv, log_path, env, live, lock) -> tuple[int, float, str]:
     """Runs argv with output appended to log_path; returns (exit code, seconds, this attempt's output).
 
     The child gets the run's lock (file descriptor `lock`) too, so the run stays locked while it lives
-    even if the sweep dies."""
+    even if the sweep dies, and a session of its own, so a terminal's Ctrl-C reaches only the sweep,
+    which passes it on as SIGTERM (the trainer's "checkpoint and stop")."""
     start = time.time()
     if live.stopping:  # the sweep is being interrupted: start nothing new
         return PREEMPTED_EXIT_CODE, 0.0, ""
@@ -264,12 +273,9 @@ def _subprocess(argv, log_path, env, live, lock) -> tuple[int, float, str]:
         log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {_shell(argv)}\n")
         log.flush()
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                pass_fds=(lock,))
+                                start_new_session=True, pass_fds=(lock,))
         live.add(proc)
         runlock.describe(lock, pids=[proc.pid, os.getpid()], host=socket.gethostname(), command=_shell(argv))
-        # Deregistered only after a normal exit: when the wait is interrupted (SIGTERM or Ctrl-C on
-        # the sweep), the child must stay registered so terminate_all() reaches it; otherwise it
-        # would outlive the sweep and keep training.
         code = proc.wait()
         live.discard(proc)
     with open(log_path) as log:
@@ -319,15 +325,18 @@ def _write_table(sweep_dir, say, quiet=False):
     return rows
 
 
-def _on_sigterm_raise_interrupt():
-    """A SIGTERM to the sweep (a preemption) is handled like Ctrl-C: stop runs cleanly, keep the table."""
+def _stop_on_signals() -> dict:
+    """Makes each of STOP_SIGNALS raise KeyboardInterrupt in the main thread, so that all three stop the
+    sweep as Ctrl-C does; returns the handlers replaced. A signal the sweep was started ignoring (nohup,
+    or `&` in a script for SIGINT) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
-        return None
+        return {}
 
     def handler(signum, frame):
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt(signal.Signals(signum).name)
 
-    return signal.signal(signal.SIGTERM, handler)
+    return {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS
+            if signal.getsignal(signum) is not signal.SIG_IGN}
 
 
 def _shell(argv) -> str:
