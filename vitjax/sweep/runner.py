@@ -8,8 +8,9 @@ from fresh XLA state. Output goes to DIR/<name>/train.log and fewshot.log.
 Re-running a sweep is always safe: a finished run (results.json, and fewshot.json where few-shot is on)
 is skipped; an interrupted one is resumed by the trainer from its newest checkpoint; a failed one
 (failed.json) is retried; one whose lock another process holds (runlock.py: another sweep, or the
-trainer of a killed one) is left alone. After every run the table (table.py) is rewritten, so
-DIR/results.csv is current even while a long sweep is going.
+trainer of a killed one) is left alone; one trained with another config than the sweep now gives it
+(stale.py) is reported and left alone, or with `redo_stale` set aside and trained afresh. After every
+run the table (table.py) is rewritten, so DIR/results.csv is current even while a long sweep is going.
 
 Stopping: Ctrl-C, SIGTERM or SIGHUP to the sweep passes SIGTERM to each running child, which
 checkpoints and exits with the preemption status; each run's lock goes only when its child has exited.
@@ -30,7 +31,7 @@ import time
 import traceback
 
 from vitjax import rundir
-from vitjax.sweep import runlock, table
+from vitjax.sweep import runlock, stale, table
 from vitjax.train.preemption import PREEMPTED_EXIT_CODE
 
 # Signals that stop a sweep cleanly: Ctrl-C, a preemption notice, the terminal closing.
@@ -71,8 +72,11 @@ class _Live:
                 proc.kill()
 
 
-def todo(run_dir: str, fewshot: dict | None) -> str:
-    """'skip' (finished), 'fewshot' (trained, probe missing) or 'train'."""
+def todo(run_dir: str, fewshot: dict | None, expected: dict | None = None) -> str:
+    """'stale' (trained with another config than `expected`, the sweep's), 'skip' (finished),
+    'fewshot' (trained, probe missing) or 'train'."""
+    if table.stale_differences(run_dir, expected):
+        return "stale"
     trained = rundir.exists(run_dir, rundir.RESULTS)
     failed = rundir.read_json(run_dir, rundir.FAILED) or {}
     if trained and failed.get("stage") != "train":
@@ -93,44 +97,59 @@ def fewshot_argv(run_dir: str, fewshot: dict) -> list[str]:
 
 
 def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parallel: int = 1,
-              fewshot: bool = True, pin_gpus: bool = False, echo=print) -> int:
-    """Runs the selected runs; returns 0 when every one of them finished, 1 otherwise (130: interrupted)."""
+              fewshot: bool = True, pin_gpus: bool = False, redo_stale: bool = False, echo=print) -> int:
+    """Runs the selected runs; returns 0 when every one of them finished, 1 otherwise (130: interrupted).
+
+    `redo_stale`: a run trained with another config than the sweep now gives it is moved to
+    DIR/_stale/ and trained afresh (without it, it is reported and left alone).
+    """
     runs = sweep.select(only)
     settings = sweep.fewshot if fewshot else None
     if parallel < 1:
         raise ValueError(f"--parallel must be >= 1, got {parallel}")
     plan = [(run, os.path.join(sweep_dir, run.name)) for run in runs]
-    plan = [(run, run_dir, todo(run_dir, settings)) for run, run_dir in plan]
+    plan = [(run, run_dir, todo(run_dir, settings, run.config_dict)) for run, run_dir in plan]
     if dry_run:
-        _echo_plan(plan, settings, echo)
+        _echo_plan(plan, settings, redo_stale, echo)
         return 0
 
     os.makedirs(sweep_dir, exist_ok=True)
     table.write_definition(sweep_dir, {**sweep.describe(), "fewshot": settings})
     _write_table(sweep_dir, echo, quiet=True)
-    jobs = _Jobs(plan, sweep_dir, settings, parallel, pin_gpus, echo)
+    jobs = _Jobs(plan, sweep_dir, settings, parallel, pin_gpus=pin_gpus, redo_stale=redo_stale, echo=echo)
     if not _run_all(jobs, parallel):
         return 130
     return _final_report(sweep_dir, runs, jobs.say)
 
 
-def _echo_plan(plan, settings, echo) -> None:
+_PLANNED = {"skip": "skip", "fewshot": "few-shot probe only", "train": "train",
+            "stale": "left alone (--redo_stale: move it to DIR/_stale/ and train afresh)"}
+
+
+def _echo_plan(plan, settings, redo_stale, echo) -> None:
     """What each run would do, and the commands it would run (--dry-run)."""
     for run, run_dir, action in plan:
-        echo(f"{run.name}: {table.run_status(run_dir, settings is not None)} -> "
-             f"{ {'skip': 'skip', 'fewshot': 'few-shot probe only', 'train': 'train'}[action] }")
+        status = table.run_status(run_dir, settings is not None, expected=run.config_dict)
+        if action == "stale" and redo_stale:
+            action = "train"
+            status += f" (moved to {stale.aside_dir(run_dir)}/ first)"
+        echo(f"{run.name}: {status} -> {_PLANNED[action]}")
         if action == "train":
             echo("    " + _shell([sys.executable, "-m", "vitjax", *run.train_argv(run_dir)]))
-        if action != "skip" and settings is not None:
+        if action in ("train", "fewshot") and settings is not None:
             echo("    " + _shell([sys.executable, "-m", "vitjax", *fewshot_argv(run_dir, settings)]))
+
+
+_SKIPPED = "finished already, skipped"
 
 
 class _Jobs:
     """The planned runs as jobs: numbered as they start, each on a free slot (its GPU with pin_gpus)
     and under its run's lock, their messages one at a time, the table rewritten after each."""
 
-    def __init__(self, plan, sweep_dir, settings, parallel, pin_gpus, echo):
-        self.plan, self.sweep_dir, self.settings, self.pin_gpus = plan, sweep_dir, settings, pin_gpus
+    def __init__(self, plan, sweep_dir, settings, parallel, *, pin_gpus, redo_stale, echo):
+        self.plan, self.sweep_dir, self.settings = plan, sweep_dir, settings
+        self.pin_gpus, self.redo_stale = pin_gpus, redo_stale
         self.live = _Live()
         self._echo, self._lock = echo, threading.Lock()
         self._slots = queue.Queue()
@@ -143,18 +162,18 @@ class _Jobs:
             self._echo(message)
 
     def run(self, run, run_dir, action) -> str:
-        """Runs one planned run; returns its status ('finished', 'failed', 'interrupted', 'running')."""
+        """Runs one planned run; returns its status ('finished', 'failed', 'interrupted', 'running', 'stale')."""
         with self._lock:
             index = next(self._counter)
         prefix = f"[{index}/{len(self.plan)}] {run.name}"
         if self.live.stopping:
             return "interrupted"
         if action == "skip":
-            self.say(f"{prefix}: finished already, skipped")
+            self.say(f"{prefix}: {_SKIPPED}")
             return "finished"
         slot = self._slots.get()
         try:
-            status = self._locked(run, run_dir, action, slot, prefix)
+            status = self._locked(run, run_dir, slot, prefix)
         except Exception as error:  # noqa: BLE001  (a bug in the runner must not lose the other runs)
             _record_failure(run_dir, "runner", str(error), traceback.format_exc(), None, [], None)
             self.say(f"{prefix}: FAILED in the sweep runner: {error}")
@@ -165,7 +184,7 @@ class _Jobs:
             _write_table(self.sweep_dir, self.say, quiet=True)
         return status
 
-    def _locked(self, run, run_dir, action, slot, prefix) -> str:
+    def _locked(self, run, run_dir, slot, prefix) -> str:
         """Takes the run's lock and runs it; 'running' (and nothing done) when another process holds it."""
         lock = runlock.acquire(run_dir)
         if lock is None:
@@ -175,6 +194,18 @@ class _Jobs:
                      f"of a killed one); the lock goes when they exit")
             return "running"
         try:
+            # Decided again under the lock: another sweep may have finished or redone the run since the plan.
+            action = todo(run_dir, self.settings, run.config_dict)
+            if action == "skip":
+                self.say(f"{prefix}: {_SKIPPED}")
+                return "finished"
+            if action == "stale":
+                if not self.redo_stale:
+                    self.say(f"{prefix}: left alone: " + stale.advice(run_dir, table.stale_differences(
+                        run_dir, run.config_dict)))
+                    return "stale"
+                self.say(f"{prefix}: stale: moved the old run to {stale.set_aside(run_dir)}; training afresh")
+                action = "train"
             if rundir.exists(run_dir, rundir.FAILED):
                 os.remove(rundir.file_path(run_dir, rundir.FAILED))  # a retry: the old failure no longer applies
             env = dict(os.environ, PYTHONUNBUFFERED="1")

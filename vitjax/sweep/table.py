@@ -5,14 +5,16 @@
 
 A row's status: 'finished' (results.json, and few-shot done where asked), 'failed' (failed.json: the
 error and traceback of the stage that failed), 'running' (a process holds the run's sweep lock,
-runlock.py), 'interrupted' (started, not finished: re-running the sweep resumes it) or 'pending' (not
-started).
+runlock.py), 'stale' (trained with another config than the sweep now gives it, stale.py: its row
+shows the sweep's config and no results), 'interrupted' (started, not finished: re-running the sweep
+resumes it) or 'pending' (not started).
 
 The files are replaced atomically, each written to a temporary file of its own first, so concurrent
 writers (a sweep's worker threads, two sweeps) never meet half a file or each other's temporary file.
 """
 import contextlib
 import csv
+import dataclasses
 import json
 import os
 import re
@@ -21,7 +23,7 @@ import threading
 import uuid
 
 from vitjax import rundir
-from vitjax.sweep import runlock
+from vitjax.sweep import runlock, stale
 
 SWEEP = "sweep.json"  # the sweep's definition, written by the runner; lets `vitjax plot` list pending runs
 CSV, JSON = "results.csv", "results.json"
@@ -34,10 +36,21 @@ COLUMNS = ["name", "status", "family", "model", "patch_size", "train_size", "par
 _UPDATE_LOCK = threading.Lock()
 
 
-def run_status(run_dir: str, want_fewshot: bool = False) -> str:
-    """The run's status (see the module's docstring)."""
+def stale_differences(run_dir: str, expected: dict | None) -> dict:
+    """How the run's recorded config differs from `expected` (the sweep's config for it); {} when it
+    does not, or when either is missing (a run not started, a directory the sweep does not list)."""
+    recorded = rundir.read_json(run_dir, rundir.CONFIG)
+    if recorded is None or expected is None:
+        return {}
+    return stale.differences(recorded, expected)
+
+
+def run_status(run_dir: str, want_fewshot: bool = False, expected: dict | None = None) -> str:
+    """The run's status (see the module's docstring); `expected`: the config the sweep gives it."""
     if runlock.is_held(run_dir):
         return "running"
+    if stale_differences(run_dir, expected):
+        return "stale"
     if rundir.exists(run_dir, rundir.FAILED):
         return "failed"
     if rundir.exists(run_dir, rundir.RESULTS):
@@ -76,35 +89,58 @@ def model_description(config: dict) -> tuple[str, str, int | None]:
 
 def run_row(name: str, run_dir: str, *, config: dict | None = None, config_file: str = "",
             overrides: dict | None = None, want_fewshot: bool = False) -> dict:
-    """One table row (all fields; COLUMNS and the few-shot columns are what the CSV keeps)."""
-    saved = rundir.read_json(run_dir, rundir.CONFIG)
-    config = saved or config or {}
-    results = rundir.read_results(run_dir) or {}
-    shots = rundir.read_json(run_dir, rundir.FEWSHOT) or {}
-    failed = rundir.read_json(run_dir, rundir.FAILED) or {}
+    """One table row (all fields; COLUMNS and the few-shot columns are what the CSV keeps).
+
+    `config`: the config the sweep gives the run; a run trained with another one is 'stale', and its
+    row shows `config` and no results (they belong to the old config).
+    """
+    status = run_status(run_dir, want_fewshot, expected=config)
+    recorded = _Recorded.of_stale_run(run_dir, config) if status == "stale" else _Recorded.read(run_dir)
+    config = recorded.config or config or {}
+    results = recorded.results
     family, label, patch = model_description(config)
     data = config.get("data", {})
     row = {
-        "name": name, "status": run_status(run_dir, want_fewshot), "family": family, "model": label,
-        "patch_size": patch,
+        "name": name, "status": status, "family": family, "model": label, "patch_size": patch,
         # The configured subset, else the split's size as the trainer saw it.
         "train_size": data.get("train_size") or results.get("num_train"),
         "batch_size": config.get("batch_size"),
-        "img_per_sec": _median_rate(run_dir),
+        "img_per_sec": recorded.img_per_sec,
     }
     for key in ("params", "flops_per_step", "train_flops", "steps", "examples_seen", "wall_seconds",
                 "core_hours", "test_accuracy", "test_loss"):
         row[key] = results.get(key)
-    for key, value in shots.items():
+    for key, value in recorded.fewshot.items():
         if re.fullmatch(r"\d+shot(_std)?", key):
             row[f"fewshot_{key}"] = value
     row["image_shape"] = results.get("image_shape")
-    row["error"] = failed.get("error", "")
-    row["failed_stage"] = failed.get("stage", "")
+    row["error"] = recorded.failed.get("error", "")
+    row["failed_stage"] = recorded.failed.get("stage", "")
     row["config_file"] = config_file
     row["overrides"] = overrides or {}
     row["config"] = config
     return row
+
+
+@dataclasses.dataclass
+class _Recorded:
+    """What a run directory holds for its row."""
+    config: dict | None = None
+    results: dict = dataclasses.field(default_factory=dict)
+    fewshot: dict = dataclasses.field(default_factory=dict)
+    failed: dict = dataclasses.field(default_factory=dict)
+    img_per_sec: float | None = None
+
+    @classmethod
+    def read(cls, run_dir):
+        return cls(config=rundir.read_json(run_dir, rundir.CONFIG), results=rundir.read_results(run_dir) or {},
+                   fewshot=rundir.read_json(run_dir, rundir.FEWSHOT) or {},
+                   failed=rundir.read_json(run_dir, rundir.FAILED) or {}, img_per_sec=_median_rate(run_dir))
+
+    @classmethod
+    def of_stale_run(cls, run_dir, expected):
+        """Nothing of the old run but why it does not count."""
+        return cls(failed={"error": stale.advice(run_dir, stale_differences(run_dir, expected))})
 
 
 def csv_columns(rows) -> list[str]:
