@@ -10,7 +10,7 @@
     eval.json             `vitjax eval`'s re-evaluation of a checkpoint
     fewshot.json          the few-shot probe's accuracies (`vitjax eval --fewshot`)
     analysis/             `vitjax analyze`'s figures and tables, unless given --out
-    train.log, fewshot.log, running.json, failed.json   a sweep's logs and markers (vitjax/sweep)
+    train.log, fewshot.log, sweep.lock, failed.json   a sweep's logs, lock and failure (vitjax/sweep)
 
 Every path inside a run directory is made here, so that moving runs to another filesystem changes
 this file only (paths are local today: os.path). A command that reads a run takes it as the user
@@ -39,7 +39,7 @@ CORRUPT_CHECKPOINTS = "corrupt_checkpoints"
 STATE, META = "state", "meta"  # the two orbax items of a checkpoint step
 ANALYSIS = "analysis"
 TRAIN_LOG, FEWSHOT_LOG = "train.log", "fewshot.log"
-RUNNING = "running.json"  # pids working on the run now; removed when they are done
+SWEEP_LOCK = "sweep.lock"  # flock'ed while a sweep works on the run (vitjax/sweep/runlock.py)
 FAILED = "failed.json"  # the error and traceback of the sweep stage that failed
 
 _WHAT_TO_PASS = (f"pass a vitjax workdir (it holds {CONFIG}), its {CHECKPOINTS}/ directory or one "

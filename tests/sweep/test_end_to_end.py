@@ -3,10 +3,12 @@
 One sweep (module fixture) trains vit_n128_p4, vit_n512_p4 and vit_n512_p8 (two data sizes, two patch
 sizes: every figure has something to draw) and vit_nan, whose NaN learning rate only fails inside the
 run (non-finite loss, nan_policy='stop'). 4 training and 3 few-shot subprocesses, two at a time.
+Two more sweeps of one long run are stopped, one by SIGTERM and one by a terminal's Ctrl-C.
 """
 import csv
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -138,27 +140,97 @@ def test_fewshot_cli_on_a_trained_run(swept):
     assert json.loads((out / "vit_n512_p4" / "fewshot.json").read_text())["shots"] == [2]
 
 
-def test_sigterm_stops_the_sweep_and_leaves_a_resumable_run(tmp_path):
-    sweep_file = tmp_path / "long_sweep.py"
-    sweep_file.write_text(f"def get_runs(arg=None):\n"
-                          f"    return [('long', {TINY!r}, {{'total_steps': 100000, 'log_every_steps': 5}})]\n")
-    out = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "vitjax", "sweep", str(sweep_file), "--workdir", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-    log = out / "long" / "train.log"
+LONG = ("FEWSHOT = None\n"
+        "def get_runs(arg=None):\n"
+        f"    return [('long', {TINY!r}, {{'total_steps': 100000, 'log_every_steps': 5, "
+        f"'checkpoint_every_steps': 100000}})]\n")  # only a stop's checkpoint: it shows the stop was clean
+
+
+def _start_sweep(sweep_file, out):
+    # In a session of its own, like a shell's foreground job: the test plays the terminal.
+    return subprocess.Popen([sys.executable, "-m", "vitjax", "sweep", str(sweep_file), "--workdir", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                            start_new_session=True)
+
+
+def _wait_for(proc, path, text, offset=0):
     deadline = time.time() + 600
-    while not (log.exists() and "step 5/" in log.read_text()):  # training is under way
+    while not (path.exists() and text in path.read_text()[offset:]):
         assert proc.poll() is None and time.time() < deadline, proc.stdout.read()[-3000:]
-        time.sleep(0.5)
-    assert (out / "long" / "running.json").exists()
-    trainer_pid = json.loads((out / "long" / "running.json").read_text())["pids"][0]
+        time.sleep(0.2)
+
+
+def _children(pid) -> list[int]:
+    """The processes whose parent is `pid` (from /proc)."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError):
+            continue
+        if parent == pid:
+            found.append(int(entry))
+    return found
+
+
+def _alive(pid) -> bool:
+    """Running (not exited, and not a zombie waiting for its parent to read its status)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_sigterm_stops_the_sweep_and_leaves_a_resumable_run(tmp_path):
+    from vitjax.sweep import runlock
+    sweep_file, out = tmp_path / "long_sweep.py", tmp_path / "out"
+    sweep_file.write_text(LONG)
+    proc = _start_sweep(sweep_file, out)
+    _wait_for(proc, out / "long" / "train.log", "step 5/")  # training is under way
+    assert runlock.is_held(str(out / "long"))
+    trainer_pid = runlock.holder(str(out / "long"))["pids"][0]
     proc.terminate()  # a preemption notice for the whole sweep
     output, _ = proc.communicate(timeout=300)
     assert proc.returncode == 130, output[-3000:]
     with pytest.raises(ProcessLookupError):  # the trainer stopped with the sweep, not orphaned
         os.kill(trainer_pid, 0)
     assert "interrupted" in output
-    assert not (out / "long" / "running.json").exists() and not (out / "long" / "failed.json").exists()
+    assert not runlock.is_held(str(out / "long")) and not (out / "long" / "failed.json").exists()
     # The trainer checkpointed the step it was on, so re-running the sweep resumes from there.
     assert any(name.isdigit() for name in os.listdir(out / "long" / "checkpoints")), output[-3000:]
     assert _rows(out)["long"]["status"] == "interrupted"
+
+
+def test_ctrl_c_checkpoints_the_run_keeps_its_lock_until_the_trainer_exits_and_a_rerun_resumes(tmp_path):
+    from vitjax import rundir
+    from vitjax.sweep import table
+    sweep_file, out = tmp_path / "long_sweep.py", tmp_path / "out"
+    sweep_file.write_text(LONG)
+    run_dir, log = out / "long", out / "long" / "train.log"
+    proc = _start_sweep(sweep_file, out)
+    _wait_for(proc, log, "step 5/")
+    (trainer,) = _children(proc.pid)
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal signals its whole foreground process group
+    while True:
+        status = table.run_status(str(run_dir))
+        if not _alive(trainer):  # asked after the status: the trainer was alive when the status was read
+            break
+        assert status == "running", "the run's lock went while its trainer still ran"
+        time.sleep(0.05)
+    output, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 130, output[-3000:]
+    assert "(exit 75: checkpoint saved)" in output, output[-3000:]
+    assert "checkpoint saved, re-run the same command to resume" in log.read_text()
+    steps = rundir.checkpoint_steps(rundir.checkpoint_dir(str(run_dir)))
+    assert steps and steps[-1] >= 5, log.read_text()[-3000:]
+    assert _rows(out)["long"]["status"] == "interrupted"
+
+    offset = len(log.read_text())
+    proc = _start_sweep(sweep_file, out)  # the same command again
+    _wait_for(proc, log, f"resuming from step {steps[-1]} ", offset)
+    _wait_for(proc, log, "| loss", log.read_text().index("resuming from step"))  # in the loop: SIGTERM saves
+    os.killpg(proc.pid, signal.SIGINT)
+    output, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 130 and "(exit 75: checkpoint saved)" in output, output[-3000:]

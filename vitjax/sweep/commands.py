@@ -1,7 +1,7 @@
 """The `vitjax sweep` and `vitjax plot` command lines (arguments here, work in runner.py and plots.py).
 
     vitjax sweep experiments/<file>.py[:arg] --workdir DIR [--only NAME ...] [--dry-run] [--parallel N]
-                 [--pin_gpus] [--no_fewshot]
+                 [--pin_gpus] [--no_fewshot] [--redo_stale]
     vitjax plot DIR [--out FIGDIR]
 
 Importing this module is cheap (no jax, TensorFlow or matplotlib), so the CLI can add the parsers freely.
@@ -21,6 +21,10 @@ def sweep_args(parser) -> None:
     parser.add_argument("--pin_gpus", action="store_true",
                         help="give concurrent run i the GPU CUDA_VISIBLE_DEVICES=i (use with --parallel N on N GPUs)")
     parser.add_argument("--no_fewshot", action="store_true", help="skip the few-shot linear probe after training")
+    parser.add_argument("--redo_stale", action="store_true",
+                        help="a run trained with another config than the sweep file now gives it (status 'stale', "
+                             "e.g. after an override was edited) is moved to DIR/_stale/ and trained afresh; "
+                             "without this flag it is reported and left alone")
 
 
 def sweep_main(args) -> None:
@@ -32,7 +36,8 @@ def sweep_main(args) -> None:
         sys.exit(f"vitjax sweep: error: {error}")
     try:
         code = runner.run_sweep(sweep, args.workdir, only=args.only, dry_run=args.dry_run,
-                                parallel=args.parallel, fewshot=not args.no_fewshot, pin_gpus=args.pin_gpus)
+                                parallel=args.parallel, fewshot=not args.no_fewshot, pin_gpus=args.pin_gpus,
+                                redo_stale=args.redo_stale)
     except ValueError as error:
         sys.exit(f"vitjax sweep: error: {error}")
     sys.exit(code)

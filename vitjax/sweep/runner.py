@@ -7,9 +7,15 @@ from fresh XLA state. Output goes to DIR/<name>/train.log and fewshot.log.
 
 Re-running a sweep is always safe: a finished run (results.json, and fewshot.json where few-shot is on)
 is skipped; an interrupted one is resumed by the trainer from its newest checkpoint; a failed one
-(failed.json) is retried; one that a live process is still working on (running.json: for example the
-trainer of a sweep that was killed) is left alone. After every run the table (table.py) is rewritten, so DIR/results.csv is
-current even while a long sweep is going.
+(failed.json) is retried; one whose lock another process holds (runlock.py: another sweep, or the
+trainer of a killed one) is left alone; one trained with another config than the sweep now gives it
+(stale.py) is reported and left alone, or with `redo_stale` set aside and trained afresh. After every
+run the table (table.py) is rewritten, so DIR/results.csv is current even while a long sweep is going.
+
+Stopping: Ctrl-C, SIGTERM or SIGHUP to the sweep passes SIGTERM to each running child, which
+checkpoints and exits with the preemption status; each run's lock goes only when its child has exited.
+The children run in sessions of their own so that a terminal's Ctrl-C reaches the sweep alone: the
+trainer takes only SIGTERM as "save and stop", and a SIGINT would kill it without a checkpoint.
 """
 import concurrent.futures
 import json
@@ -25,8 +31,11 @@ import time
 import traceback
 
 from vitjax import rundir
-from vitjax.sweep import table
+from vitjax.sweep import runlock, stale, table
 from vitjax.train.preemption import PREEMPTED_EXIT_CODE
+
+# Signals that stop a sweep cleanly: Ctrl-C, a preemption notice, the terminal closing.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class _Live:
@@ -40,6 +49,8 @@ class _Live:
     def add(self, proc):
         with self._lock:
             self._procs.add(proc)
+            if self.stopping:  # started while the sweep was being stopped: stop it too
+                proc.terminate()
 
     def discard(self, proc):
         with self._lock:
@@ -47,8 +58,8 @@ class _Live:
 
     def terminate_all(self, grace_seconds=120.0):
         # SIGTERM: the trainer checkpoints the current step and exits; the sweep resumes it next time.
-        self.stopping = True
         with self._lock:
+            self.stopping = True
             procs = list(self._procs)
         for proc in procs:
             if proc.poll() is None:
@@ -61,8 +72,11 @@ class _Live:
                 proc.kill()
 
 
-def todo(run_dir: str, fewshot: dict | None) -> str:
-    """'skip' (finished), 'fewshot' (trained, probe missing) or 'train'."""
+def todo(run_dir: str, fewshot: dict | None, expected: dict | None = None) -> str:
+    """'stale' (trained with another config than `expected`, the sweep's), 'skip' (finished),
+    'fewshot' (trained, probe missing) or 'train'."""
+    if table.stale_differences(run_dir, expected):
+        return "stale"
     trained = rundir.exists(run_dir, rundir.RESULTS)
     failed = rundir.read_json(run_dir, rundir.FAILED) or {}
     if trained and failed.get("stage") != "train":
@@ -83,45 +97,59 @@ def fewshot_argv(run_dir: str, fewshot: dict) -> list[str]:
 
 
 def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parallel: int = 1,
-              fewshot: bool = True, pin_gpus: bool = False, echo=print) -> int:
-    """Runs the selected runs; returns 0 when every one of them finished, 1 otherwise (130: interrupted)."""
+              fewshot: bool = True, pin_gpus: bool = False, redo_stale: bool = False, echo=print) -> int:
+    """Runs the selected runs; returns 0 when every one of them finished, 1 otherwise (130: interrupted).
+
+    `redo_stale`: a run trained with another config than the sweep now gives it is moved to
+    DIR/_stale/ and trained afresh (without it, it is reported and left alone).
+    """
     runs = sweep.select(only)
     settings = sweep.fewshot if fewshot else None
     if parallel < 1:
         raise ValueError(f"--parallel must be >= 1, got {parallel}")
     plan = [(run, os.path.join(sweep_dir, run.name)) for run in runs]
-    plan = [(run, run_dir, todo(run_dir, settings)) for run, run_dir in plan]
+    plan = [(run, run_dir, todo(run_dir, settings, run.config_dict)) for run, run_dir in plan]
     if dry_run:
-        _echo_plan(plan, settings, echo)
+        _echo_plan(plan, settings, redo_stale, echo)
         return 0
 
     os.makedirs(sweep_dir, exist_ok=True)
-    with open(os.path.join(sweep_dir, table.SWEEP), "w") as f:
-        json.dump({**sweep.describe(), "fewshot": settings}, f, indent=1)
+    table.write_definition(sweep_dir, {**sweep.describe(), "fewshot": settings})
     _write_table(sweep_dir, echo, quiet=True)
-    jobs = _Jobs(plan, sweep_dir, settings, parallel, pin_gpus, echo)
+    jobs = _Jobs(plan, sweep_dir, settings, parallel, pin_gpus=pin_gpus, redo_stale=redo_stale, echo=echo)
     if not _run_all(jobs, parallel):
         return 130
     return _final_report(sweep_dir, runs, jobs.say)
 
 
-def _echo_plan(plan, settings, echo) -> None:
+_PLANNED = {"skip": "skip", "fewshot": "few-shot probe only", "train": "train",
+            "stale": "left alone (--redo_stale: move it to DIR/_stale/ and train afresh)"}
+
+
+def _echo_plan(plan, settings, redo_stale, echo) -> None:
     """What each run would do, and the commands it would run (--dry-run)."""
     for run, run_dir, action in plan:
-        echo(f"{run.name}: {table.run_status(run_dir, settings is not None)} -> "
-             f"{ {'skip': 'skip', 'fewshot': 'few-shot probe only', 'train': 'train'}[action] }")
+        status = table.run_status(run_dir, settings is not None, expected=run.config_dict)
+        if action == "stale" and redo_stale:
+            action = "train"
+            status += f" (moved to {stale.aside_dir(run_dir)}/ first)"
+        echo(f"{run.name}: {status} -> {_PLANNED[action]}")
         if action == "train":
             echo("    " + _shell([sys.executable, "-m", "vitjax", *run.train_argv(run_dir)]))
-        if action != "skip" and settings is not None:
+        if action in ("train", "fewshot") and settings is not None:
             echo("    " + _shell([sys.executable, "-m", "vitjax", *fewshot_argv(run_dir, settings)]))
 
 
-class _Jobs:
-    """The planned runs as jobs: numbered as they start, each on a free slot (its GPU with pin_gpus),
-    their messages one at a time, the table rewritten after each."""
+_SKIPPED = "finished already, skipped"
 
-    def __init__(self, plan, sweep_dir, settings, parallel, pin_gpus, echo):
-        self.plan, self.sweep_dir, self.settings, self.pin_gpus = plan, sweep_dir, settings, pin_gpus
+
+class _Jobs:
+    """The planned runs as jobs: numbered as they start, each on a free slot (its GPU with pin_gpus)
+    and under its run's lock, their messages one at a time, the table rewritten after each."""
+
+    def __init__(self, plan, sweep_dir, settings, parallel, *, pin_gpus, redo_stale, echo):
+        self.plan, self.sweep_dir, self.settings = plan, sweep_dir, settings
+        self.pin_gpus, self.redo_stale = pin_gpus, redo_stale
         self.live = _Live()
         self._echo, self._lock = echo, threading.Lock()
         self._slots = queue.Queue()
@@ -134,18 +162,18 @@ class _Jobs:
             self._echo(message)
 
     def run(self, run, run_dir, action) -> str:
-        """Runs one planned run; returns its status ('finished', 'failed', 'interrupted', 'running')."""
+        """Runs one planned run; returns its status ('finished', 'failed', 'interrupted', 'running', 'stale')."""
         with self._lock:
             index = next(self._counter)
         prefix = f"[{index}/{len(self.plan)}] {run.name}"
         if self.live.stopping:
             return "interrupted"
         if action == "skip":
-            self.say(f"{prefix}: finished already, skipped")
+            self.say(f"{prefix}: {_SKIPPED}")
             return "finished"
         slot = self._slots.get()
         try:
-            status = _execute(run, run_dir, action, self.settings, slot, self.pin_gpus, self.live, self.say, prefix)
+            status = self._locked(run, run_dir, slot, prefix)
         except Exception as error:  # noqa: BLE001  (a bug in the runner must not lose the other runs)
             _record_failure(run_dir, "runner", str(error), traceback.format_exc(), None, [], None)
             self.say(f"{prefix}: FAILED in the sweep runner: {error}")
@@ -156,34 +184,63 @@ class _Jobs:
             _write_table(self.sweep_dir, self.say, quiet=True)
         return status
 
+    def _locked(self, run, run_dir, slot, prefix) -> str:
+        """Takes the run's lock and runs it; 'running' (and nothing done) when another process holds it."""
+        lock = runlock.acquire(run_dir)
+        if lock is None:
+            holder = runlock.holder(run_dir)
+            self.say(f"{prefix}: left alone: another process holds {rundir.file_path(run_dir, rundir.SWEEP_LOCK)} "
+                     f"(pids {holder.get('pids', '?')} on {holder.get('host', '?')}: another sweep, or the trainer "
+                     f"of a killed one); the lock goes when they exit")
+            return "running"
+        try:
+            # Decided again under the lock: another sweep may have finished or redone the run since the plan.
+            action = todo(run_dir, self.settings, run.config_dict)
+            if action == "skip":
+                self.say(f"{prefix}: {_SKIPPED}")
+                return "finished"
+            if action == "stale":
+                if not self.redo_stale:
+                    self.say(f"{prefix}: left alone: " + stale.advice(run_dir, table.stale_differences(
+                        run_dir, run.config_dict)))
+                    return "stale"
+                self.say(f"{prefix}: stale: moved the old run to {stale.set_aside(run_dir)}; training afresh")
+                action = "train"
+            if rundir.exists(run_dir, rundir.FAILED):
+                os.remove(rundir.file_path(run_dir, rundir.FAILED))  # a retry: the old failure no longer applies
+            env = dict(os.environ, PYTHONUNBUFFERED="1")
+            if self.pin_gpus:
+                env["CUDA_VISIBLE_DEVICES"] = str(slot)  # one GPU per concurrent run
+            return _stages(run, run_dir, action, self.settings, env, self.live, self.say, prefix, lock)
+        finally:
+            # A child that inherited the lock (pass_fds) holds it until it exits; normally it has by now.
+            runlock.release(lock)
+
 
 def _run_all(jobs: _Jobs, parallel: int) -> bool:
-    """Runs every job, `parallel` at a time; False when interrupted (Ctrl-C, or SIGTERM to the sweep),
-    after stopping the running runs (each checkpoints) and writing the table."""
-    previous_handler = _on_sigterm_raise_interrupt()
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=parallel) if parallel > 1 else None
+    """Runs every job, `parallel` at a time; False when interrupted (Ctrl-C, SIGTERM or SIGHUP to the
+    sweep), after stopping the running runs (each checkpoints) and writing the table.
+
+    Jobs run on worker threads even one at a time: the main thread only waits, so the KeyboardInterrupt
+    of a signal is raised here and never inside a job, which keeps its run's lock until its child exits.
+    """
+    previous_handlers = _stop_on_signals()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="vitjax-sweep")
     try:
-        if pool is None:
-            for item in jobs.plan:
-                jobs.run(*item)
-        else:
-            for future in [pool.submit(jobs.run, *item) for item in jobs.plan]:
-                future.result()
+        for future in [pool.submit(jobs.run, *item) for item in jobs.plan]:
+            future.result()
     except KeyboardInterrupt:
         jobs.say("interrupted: stopping the running runs (each checkpoints and can be resumed by re-running)")
         jobs.live.stopping = True  # before anything else: no queued run may start now
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=False, cancel_futures=True)
         jobs.live.terminate_all()
-        if pool is not None:
-            pool.shutdown(wait=True)
+        pool.shutdown(wait=True)  # the jobs see their children's exits and release their runs' locks
         _write_table(jobs.sweep_dir, jobs.say)
         return False
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True)
-        if previous_handler is not None:
-            signal.signal(signal.SIGTERM, previous_handler)
+        pool.shutdown(wait=True)
+        for signum, handler in previous_handlers.items():
+            signal.signal(signum, handler)
     return True
 
 
@@ -200,28 +257,6 @@ def _final_report(sweep_dir, runs, say) -> int:
     return 0
 
 
-def _execute(run, run_dir, action, settings, slot, pin_gpus, live, say, prefix) -> str:
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    if pin_gpus:
-        env["CUDA_VISIBLE_DEVICES"] = str(slot)  # one GPU per concurrent run
-    holder = table.running_holder(run_dir)
-    if holder:
-        say(f"{prefix}: left alone: already being worked on by pid(s) {holder.get('pids')} on {holder.get('host')} "
-            f"(another sweep, or the trainer of a killed one); delete {rundir.file_path(run_dir, rundir.RUNNING)} "
-            f"if that is wrong")
-        return "running"
-    os.makedirs(run_dir, exist_ok=True)
-    stale = rundir.file_path(run_dir, rundir.FAILED)
-    if os.path.exists(stale):
-        os.remove(stale)  # a retry: the old failure no longer describes the run
-    lock = rundir.file_path(run_dir, rundir.RUNNING)
-    try:
-        return _stages(run, run_dir, action, settings, env, live, say, prefix, lock)
-    finally:
-        if os.path.exists(lock):
-            os.remove(lock)
-
-
 def _stages(run, run_dir, action, settings, env, live, say, prefix, lock) -> str:
     if action == "train":
         resuming = rundir.exists(run_dir, rundir.CONFIG)
@@ -230,7 +265,8 @@ def _stages(run, run_dir, action, settings, env, live, say, prefix, lock) -> str
         argv = [sys.executable, "-m", "vitjax", *run.train_argv(run_dir)]
         code, seconds, log = _subprocess(argv, log_path, env, live, lock)
         if code == PREEMPTED_EXIT_CODE or (live.stopping and code != 0):
-            say(f"{prefix}: interrupted after {seconds:.0f}s; re-run the sweep to resume it")
+            saved = "checkpoint saved" if code == PREEMPTED_EXIT_CODE else "no checkpoint of the last steps"
+            say(f"{prefix}: interrupted after {seconds:.0f}s (exit {code}: {saved}); re-run the sweep to resume it")
             return "interrupted"
         if code != 0:
             error = _record_failure(run_dir, "train", None, None, code, argv, log)
@@ -257,7 +293,9 @@ def _stages(run, run_dir, action, settings, env, live, say, prefix, lock) -> str
 def _subprocess(argv, log_path, env, live, lock) -> tuple[int, float, str]:
     """Runs argv with output appended to log_path; returns (exit code, seconds, this attempt's output).
 
-    While it runs, `lock` (the run's running.json) names this process and the child."""
+    The child gets the run's lock (file descriptor `lock`) too, so the run stays locked while it lives
+    even if the sweep dies, and a session of its own, so a terminal's Ctrl-C reaches only the sweep,
+    which passes it on as SIGTERM (the trainer's "checkpoint and stop")."""
     start = time.time()
     if live.stopping:  # the sweep is being interrupted: start nothing new
         return PREEMPTED_EXIT_CODE, 0.0, ""
@@ -265,14 +303,10 @@ def _subprocess(argv, log_path, env, live, lock) -> tuple[int, float, str]:
         offset = log.tell()
         log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {_shell(argv)}\n")
         log.flush()
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True, pass_fds=(lock,))
         live.add(proc)
-        with open(lock, "w") as f:
-            json.dump({"pids": [proc.pid, os.getpid()], "host": socket.gethostname(),
-                       "command": _shell(argv), "since": time.strftime("%Y-%m-%d %H:%M:%S")}, f)
-        # Deregistered only after a normal exit: when the wait is interrupted (SIGTERM or Ctrl-C on
-        # the sweep), the child must stay registered so terminate_all() reaches it; otherwise it
-        # would outlive the sweep and keep training.
+        runlock.describe(lock, pids=[proc.pid, os.getpid()], host=socket.gethostname(), command=_shell(argv))
         code = proc.wait()
         live.discard(proc)
     with open(log_path) as log:
@@ -310,8 +344,7 @@ def _error_of(output: str, code) -> tuple[str, str]:
 
 
 def _write_table(sweep_dir, say, quiet=False):
-    rows = table.collect(sweep_dir)
-    csv_path, _ = table.write(sweep_dir, rows)
+    rows, csv_path = table.update(sweep_dir)
     if not quiet:
         say(f"results table: {csv_path}")
         for row in rows:
@@ -323,15 +356,18 @@ def _write_table(sweep_dir, say, quiet=False):
     return rows
 
 
-def _on_sigterm_raise_interrupt():
-    """A SIGTERM to the sweep (a preemption) is handled like Ctrl-C: stop runs cleanly, keep the table."""
+def _stop_on_signals() -> dict:
+    """Makes each of STOP_SIGNALS raise KeyboardInterrupt in the main thread, so that all three stop the
+    sweep as Ctrl-C does; returns the handlers replaced. A signal the sweep was started ignoring (nohup,
+    or `&` in a script for SIGINT) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
-        return None
+        return {}
 
     def handler(signum, frame):
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt(signal.Signals(signum).name)
 
-    return signal.signal(signal.SIGTERM, handler)
+    return {signum: signal.signal(signum, handler) for signum in STOP_SIGNALS
+            if signal.getsignal(signum) is not signal.SIG_IGN}
 
 
 def _shell(argv) -> str:

@@ -4,17 +4,26 @@
     DIR/results.json   the same rows plus each run's full config, overrides and few-shot spreads
 
 A row's status: 'finished' (results.json, and few-shot done where asked), 'failed' (failed.json: the
-error and traceback of the stage that failed), 'running' (a live process holds running.json),
-'interrupted' (started, not finished: re-running the sweep resumes it) or 'pending' (not started).
+error and traceback of the stage that failed), 'running' (a process holds the run's sweep lock,
+runlock.py), 'stale' (trained with another config than the sweep now gives it, stale.py: its row
+shows the sweep's config and no results), 'interrupted' (started, not finished: re-running the sweep
+resumes it) or 'pending' (not started).
+
+The files are replaced atomically, each written to a temporary file of its own first, so concurrent
+writers (a sweep's worker threads, two sweeps) never meet half a file or each other's temporary file.
 """
+import contextlib
 import csv
+import dataclasses
 import json
 import os
 import re
-import socket
 import statistics
+import threading
+import uuid
 
 from vitjax import rundir
+from vitjax.sweep import runlock, stale
 
 SWEEP = "sweep.json"  # the sweep's definition, written by the runner; lets `vitjax plot` list pending runs
 CSV, JSON = "results.csv", "results.json"
@@ -23,32 +32,25 @@ COLUMNS = ["name", "status", "family", "model", "patch_size", "train_size", "par
            "train_flops", "steps", "batch_size", "examples_seen", "wall_seconds", "core_hours", "img_per_sec",
            "test_accuracy", "test_loss"]
 
-
-def running_holder(run_dir: str) -> dict | None:
-    """The live process working on this run (its running.json), or None.
-
-    A killed sweep can leave its training subprocess behind; the file names that process too, so a
-    second sweep does not start another trainer on the same workdir.
-    """
-    holder = rundir.read_json(run_dir, rundir.RUNNING)
-    if not holder:
-        return None
-    if holder.get("host") != socket.gethostname():
-        return holder  # cannot check another machine's processes: assume it is still at work
-    for pid in holder.get("pids", []):
-        try:
-            os.kill(pid, 0)
-            return holder
-        except ProcessLookupError:
-            continue
-        except PermissionError:  # alive, owned by someone else
-            return holder
-    return None
+# One collect-and-write at a time in this process: the table written last is then the newest.
+_UPDATE_LOCK = threading.Lock()
 
 
-def run_status(run_dir: str, want_fewshot: bool = False) -> str:
-    if running_holder(run_dir):
+def stale_differences(run_dir: str, expected: dict | None) -> dict:
+    """How the run's recorded config differs from `expected` (the sweep's config for it); {} when it
+    does not, or when either is missing (a run not started, a directory the sweep does not list)."""
+    recorded = rundir.read_json(run_dir, rundir.CONFIG)
+    if recorded is None or expected is None:
+        return {}
+    return stale.differences(recorded, expected)
+
+
+def run_status(run_dir: str, want_fewshot: bool = False, expected: dict | None = None) -> str:
+    """The run's status (see the module's docstring); `expected`: the config the sweep gives it."""
+    if runlock.is_held(run_dir):
         return "running"
+    if stale_differences(run_dir, expected):
+        return "stale"
     if rundir.exists(run_dir, rundir.FAILED):
         return "failed"
     if rundir.exists(run_dir, rundir.RESULTS):
@@ -87,35 +89,58 @@ def model_description(config: dict) -> tuple[str, str, int | None]:
 
 def run_row(name: str, run_dir: str, *, config: dict | None = None, config_file: str = "",
             overrides: dict | None = None, want_fewshot: bool = False) -> dict:
-    """One table row (all fields; COLUMNS and the few-shot columns are what the CSV keeps)."""
-    saved = rundir.read_json(run_dir, rundir.CONFIG)
-    config = saved or config or {}
-    results = rundir.read_results(run_dir) or {}
-    shots = rundir.read_json(run_dir, rundir.FEWSHOT) or {}
-    failed = rundir.read_json(run_dir, rundir.FAILED) or {}
+    """One table row (all fields; COLUMNS and the few-shot columns are what the CSV keeps).
+
+    `config`: the config the sweep gives the run; a run trained with another one is 'stale', and its
+    row shows `config` and no results (they belong to the old config).
+    """
+    status = run_status(run_dir, want_fewshot, expected=config)
+    recorded = _Recorded.of_stale_run(run_dir, config) if status == "stale" else _Recorded.read(run_dir)
+    config = recorded.config or config or {}
+    results = recorded.results
     family, label, patch = model_description(config)
     data = config.get("data", {})
     row = {
-        "name": name, "status": run_status(run_dir, want_fewshot), "family": family, "model": label,
-        "patch_size": patch,
+        "name": name, "status": status, "family": family, "model": label, "patch_size": patch,
         # The configured subset, else the split's size as the trainer saw it.
         "train_size": data.get("train_size") or results.get("num_train"),
         "batch_size": config.get("batch_size"),
-        "img_per_sec": _median_rate(run_dir),
+        "img_per_sec": recorded.img_per_sec,
     }
     for key in ("params", "flops_per_step", "train_flops", "steps", "examples_seen", "wall_seconds",
                 "core_hours", "test_accuracy", "test_loss"):
         row[key] = results.get(key)
-    for key, value in shots.items():
+    for key, value in recorded.fewshot.items():
         if re.fullmatch(r"\d+shot(_std)?", key):
             row[f"fewshot_{key}"] = value
     row["image_shape"] = results.get("image_shape")
-    row["error"] = failed.get("error", "")
-    row["failed_stage"] = failed.get("stage", "")
+    row["error"] = recorded.failed.get("error", "")
+    row["failed_stage"] = recorded.failed.get("stage", "")
     row["config_file"] = config_file
     row["overrides"] = overrides or {}
     row["config"] = config
     return row
+
+
+@dataclasses.dataclass
+class _Recorded:
+    """What a run directory holds for its row."""
+    config: dict | None = None
+    results: dict = dataclasses.field(default_factory=dict)
+    fewshot: dict = dataclasses.field(default_factory=dict)
+    failed: dict = dataclasses.field(default_factory=dict)
+    img_per_sec: float | None = None
+
+    @classmethod
+    def read(cls, run_dir):
+        return cls(config=rundir.read_json(run_dir, rundir.CONFIG), results=rundir.read_results(run_dir) or {},
+                   fewshot=rundir.read_json(run_dir, rundir.FEWSHOT) or {},
+                   failed=rundir.read_json(run_dir, rundir.FAILED) or {}, img_per_sec=_median_rate(run_dir))
+
+    @classmethod
+    def of_stale_run(cls, run_dir, expected):
+        """Nothing of the old run but why it does not count."""
+        return cls(failed={"error": stale.advice(run_dir, stale_differences(run_dir, expected))})
 
 
 def csv_columns(rows) -> list[str]:
@@ -125,22 +150,48 @@ def csv_columns(rows) -> list[str]:
 
 
 def write(sweep_dir: str, rows: list[dict]) -> tuple[str, str]:
-    """Writes results.csv and results.json (atomically) and returns their paths."""
+    """Writes results.csv and results.json (each atomically) and returns their paths."""
     csv_path, json_path = os.path.join(sweep_dir, CSV), os.path.join(sweep_dir, JSON)
     columns = csv_columns(rows)
-    tmp = csv_path + ".tmp"
-    with open(tmp, "w", newline="") as f:
+    with _replacing(csv_path, newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         for row in rows:
             writer.writerow({**row, "overrides": json.dumps(row["overrides"], sort_keys=True),
                              "error": row["error"].splitlines()[-1] if row["error"] else ""})
-    os.replace(tmp, csv_path)
-    tmp = json_path + ".tmp"
-    with open(tmp, "w") as f:
+    with _replacing(json_path) as f:
         json.dump({"columns": columns, "runs": rows}, f, indent=1, sort_keys=False)
-    os.replace(tmp, json_path)
     return csv_path, json_path
+
+
+def update(sweep_dir: str) -> tuple[list[dict], str]:
+    """Collects the rows and writes them, one caller at a time in this process; returns (rows, CSV path)."""
+    with _UPDATE_LOCK:
+        rows = collect(sweep_dir)
+        csv_path, _ = write(sweep_dir, rows)
+    return rows, csv_path
+
+
+def write_definition(sweep_dir: str, definition: dict) -> None:
+    """Writes DIR/sweep.json (atomically): the runs `collect` lists, pending ones too."""
+    with _replacing(os.path.join(sweep_dir, SWEEP)) as f:
+        json.dump(definition, f, indent=1)
+
+
+@contextlib.contextmanager
+def _replacing(path: str, newline=None):
+    """A text file to write that replaces `path` when the block ends without an error. It is a
+    temporary file of its own beside `path` (same filesystem: the rename is atomic), removed on error;
+    made with O_EXCL rather than tempfile.mkstemp so that it gets the umask's mode, not 0600."""
+    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
+    try:
+        with open(tmp, "x", newline=newline) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
 
 
 def collect(sweep_dir: str) -> list[dict]:

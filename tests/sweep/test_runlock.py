@@ -1,0 +1,76 @@
+"""Whether a run is being worked on is the kernel's answer (a flock that dies with its holders), not a
+guess from pids and hostnames that a reboot, a reused pid or a new container leaves wrong."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from tests.sweep.test_spec import ROOT, _sweep_file
+from vitjax import rundir
+from vitjax.sweep import runlock, runner, spec, table
+
+ONE_RUN = "FEWSHOT = None\ndef get_runs(arg=None):\n    return [('a', TINY, {})]\n"
+
+
+@pytest.fixture
+def started_run(tmp_path, monkeypatch):
+    """A sweep of one run 'a' that was started (config.json), and a record of the runs it starts."""
+    sweep = spec.load(_sweep_file(tmp_path, ONE_RUN))
+    run_dir = tmp_path / "out" / "a"
+    os.makedirs(run_dir)
+    (run_dir / rundir.CONFIG).write_text(json.dumps(sweep.runs[0].config_dict))
+    started = []
+    monkeypatch.setattr(runner, "_stages", lambda run, *rest: started.append(run.name) or "interrupted")
+    return sweep, run_dir, started
+
+
+@pytest.mark.parametrize("host", ["this", "old-container"])
+def test_a_leftover_running_marker_does_not_hold_a_run(started_run, host):
+    # A marker the old runner wrote, left by a killed sweep: the pid since reused (here by this very
+    # process), or the hostname of a container that is gone.
+    sweep, run_dir, started = started_run
+    (run_dir / "running.json").write_text(json.dumps(
+        {"pids": [os.getpid()], "host": socket.gethostname() if host == "this" else host}))
+    assert table.run_status(str(run_dir)) == "interrupted"
+    runner.run_sweep(sweep, str(run_dir.parent), echo=lambda line: None)
+    assert started == ["a"]  # resumed, not left alone for ever
+
+
+def test_a_held_lock_marks_the_run_running_and_a_second_sweep_leaves_it_alone(started_run):
+    sweep, run_dir, started = started_run
+    held = runlock.acquire(str(run_dir))  # as another sweep would (flock conflicts across open files)
+    runlock.describe(held, pids=[12345], host="elsewhere")
+    try:
+        assert table.run_status(str(run_dir)) == "running"
+        lines = []
+        assert runner.run_sweep(sweep, str(run_dir.parent), echo=lines.append) == 1
+        assert started == []
+        assert any("a: left alone: another process holds" in line and "[12345] on elsewhere" in line
+                   for line in lines), lines
+        assert runlock.acquire(str(run_dir)) is None
+    finally:
+        runlock.release(held)
+    assert table.run_status(str(run_dir)) == "interrupted"
+    runner.run_sweep(sweep, str(run_dir.parent), echo=lambda line: None)
+    assert started == ["a"]
+    assert not runlock.is_held(str(run_dir))  # the sweep let go of it when the run was done
+
+
+def test_the_lock_dies_with_its_process(tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfrom vitjax.sweep import runlock\n"
+                               "assert runlock.acquire(sys.argv[1]) is not None\nprint('locked', flush=True)\n"
+                               "time.sleep(600)\n", str(tmp_path)],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        assert runlock.is_held(str(tmp_path)) and table.run_status(str(tmp_path)) == "running"
+    finally:
+        holder.send_signal(signal.SIGKILL)  # no clean-up of any kind, as in a crash
+        holder.wait()
+    assert not runlock.is_held(str(tmp_path))
+    assert table.run_status(str(tmp_path)) == "pending"

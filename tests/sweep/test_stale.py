@@ -1,0 +1,110 @@
+"""A run trained with another config than the sweep file now gives it is 'stale': never reused as
+finished, never passed off in the table as the new override's result, redone with --redo_stale."""
+import csv
+import json
+import os
+
+import pytest
+
+from tests.sweep.test_spec import _sweep_file
+from vitjax import config as config_layer
+from vitjax import rundir, xla_cpu
+from vitjax.sweep import runner, spec, stale, table
+
+OLD = "def get_runs(arg=None):\n    return [('a', TINY, {'lr': 0.01}), ('b', TINY, {'lr': 0.05})]\n"
+EDITED = "def get_runs(arg=None):\n    return [('a', TINY, {'lr': 0.02}), ('b', TINY, {'lr': 0.05})]\n"
+NO_FEWSHOT = "FEWSHOT = None\n"
+
+
+def _as_trained_on_a_cpu(run: spec.Run) -> dict:
+    """The config.json `vitjax train` records for `run` on this CPU: its command line's config, then
+    the CPU choices (vitjax/xla_cpu.py adds model.kernels and compiler_options)."""
+    config = config_layer.load_config(run.config)
+    command_line, _ = config_layer.overrides_from_argv(config_layer.override_flags(run.overrides))
+    config_layer.apply_overrides(config, command_line)
+    xla_cpu.choose(config)
+    return rundir.config_to_dict(config)
+
+
+def _finished(run_dir, recorded: dict, accuracy: float):
+    os.makedirs(run_dir, exist_ok=True)
+    for name, payload in ((rundir.CONFIG, recorded), (rundir.RESULTS, {"test_accuracy": accuracy, "steps": 30})):
+        with open(os.path.join(run_dir, name), "w") as f:
+            json.dump(payload, f)
+
+
+@pytest.fixture
+def trained_then_edited(tmp_path, monkeypatch):
+    """Runs a and b trained (as on this CPU) from OLD; returns (the EDITED sweep, its directory)."""
+    monkeypatch.setenv("VITJAX_CPU_DEVICES", "1")  # this process's JAX backend has started already
+    monkeypatch.delenv(xla_cpu.ENV_DEFAULTS, raising=False)
+    out = tmp_path / "out"
+    old = spec.load(_sweep_file(tmp_path, NO_FEWSHOT + OLD, "old.py"))
+    for run, accuracy in zip(old.runs, (0.91, 0.87)):
+        _finished(out / run.name, _as_trained_on_a_cpu(run), accuracy)
+    return spec.load(_sweep_file(tmp_path, NO_FEWSHOT + EDITED, "edited.py")), out
+
+
+def _rows(out):
+    with open(out / table.CSV) as f:
+        return {row["name"]: row for row in csv.DictReader(f)}
+
+
+def test_an_edited_override_makes_the_old_run_stale_not_finished(trained_then_edited, monkeypatch):
+    sweep, out = trained_then_edited
+    started = []
+    monkeypatch.setattr(runner, "_stages", lambda *args: started.append(args) or "finished")
+    lines = []
+    assert runner.run_sweep(sweep, str(out), echo=lines.append) == 1
+    assert started == []  # neither reused as finished nor resumed under the new config
+    said = "\n".join(lines)
+    assert "[1/2] a: left alone: stale:" in said and "lr: 0.01 -> 0.02" in said, said
+    assert "--redo_stale" in said and f"delete {out / 'a'}" in said
+    assert "[2/2] b: finished already, skipped" in said  # what the CPU trainer adds is no difference
+    rows = _rows(out)
+    assert rows["a"]["status"] == "stale" and rows["a"]["test_accuracy"] == ""  # not 0.91 beside lr=0.02
+    assert json.loads(rows["a"]["overrides"]) == {"lr": 0.02} and "--redo_stale" in rows["a"]["error"]
+    assert rows["b"]["status"] == "finished" and float(rows["b"]["test_accuracy"]) == 0.87
+    assert "1 of 2 runs did not finish: a (stale)" in said
+
+
+def test_redo_stale_sets_the_old_run_aside_and_trains_afresh(trained_then_edited, monkeypatch):
+    sweep, out = trained_then_edited
+    started = []
+    monkeypatch.setattr(runner, "_stages", lambda run, run_dir, action, *rest: started.append(
+        (run.name, action, sorted(os.listdir(run_dir)))) or "interrupted")
+    lines = []
+    runner.run_sweep(sweep, str(out), redo_stale=True, echo=lines.append)
+    assert started == [("a", "train", [rundir.SWEEP_LOCK])]  # a fresh directory: nothing of the old run
+    (aside,) = os.listdir(out / stale.STALE_DIR)
+    assert aside.startswith("a-") and f"moved the old run to {out / stale.STALE_DIR / aside}" in "\n".join(lines)
+    assert json.loads((out / stale.STALE_DIR / aside / rundir.RESULTS).read_text())["test_accuracy"] == 0.91
+    assert sorted(_rows(out)) == ["a", "b"]  # the set-aside run is no row of the table
+
+
+def test_dry_run_shows_the_stale_run_and_what_redo_stale_would_do(trained_then_edited):
+    sweep, out = trained_then_edited
+    lines = []
+    runner.run_sweep(sweep, str(out), dry_run=True, echo=lines.append)
+    assert lines[0] == "a: stale -> left alone (--redo_stale: move it to DIR/_stale/ and train afresh)"
+    lines = []
+    runner.run_sweep(sweep, str(out), dry_run=True, redo_stale=True, echo=lines.append)
+    assert lines[0] == f"a: stale (moved to {out / stale.STALE_DIR}/ first) -> train" and "--config.lr=0.02" in lines[1]
+
+
+def test_only_what_the_trainer_fills_in_on_a_cpu_is_excused():
+    expected = {"lr": 0.01, "model": {"width": 8}, "compiler_options": {}}
+    cpu = {"lr": 0.01, "model": {"width": 8, "kernels": list(xla_cpu.MODEL_KERNELS)},
+           "compiler_options": dict(xla_cpu.COMPILER_OPTIONS)}
+    assert stale.differences(cpu, expected) == {}
+    assert stale.differences({**expected, "model": {"width": 8}}, expected) == {}  # an accelerator run
+    other_kernels = {**cpu, "model": {"width": 8, "kernels": ["layernorm_vjp"]}}
+    assert stale.differences(other_kernels, expected) == {"model.kernels": (["layernorm_vjp"], stale.ABSENT)}
+    # The sweep asks for no kernels: a run trained with the CPU's kernels is not that run.
+    no_kernels = {**expected, "model": {"width": 8, "kernels": []}}
+    assert list(stale.differences(cpu, no_kernels)) == ["model.kernels"]
+    assert list(stale.differences({**cpu, "lr": 0.02}, expected)) == ["lr"]
+
+
+def test_a_nan_override_equals_itself():
+    assert stale.differences({"lr": float("nan")}, {"lr": float("nan")}) == {}

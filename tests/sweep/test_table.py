@@ -1,0 +1,46 @@
+"""The results table survives many writers at once (a --parallel sweep's runs finishing together)."""
+import csv
+import json
+import os
+import threading
+
+from tests.sweep.test_spec import _sweep_file
+from vitjax.sweep import runner, spec, table
+
+THREADS, WRITES = 8, 40
+
+
+def _all_at_once(write):
+    """Calls write() WRITES times on each of THREADS threads started together; returns what they raised."""
+    start, errors = threading.Barrier(THREADS), []
+
+    def writer():
+        start.wait()
+        for _ in range(WRITES):
+            try:
+                write()
+            except Exception as error:  # noqa: BLE001  (collected: the assertion lists them)
+                errors.append(repr(error))
+
+    threads = [threading.Thread(target=writer) for _ in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+def test_concurrent_table_writes_neither_fail_nor_leave_half_files(tmp_path):
+    sweep = spec.load(_sweep_file(tmp_path, "def get_runs(arg=None):\n"
+                                            "    return [(f'r{i}', TINY, {'lr': 0.01 * i}) for i in range(1, 6)]\n"))
+    out = tmp_path / "out"
+    os.makedirs(out)
+    (out / table.SWEEP).write_text(json.dumps(sweep.describe()))
+    rows = table.collect(str(out))
+    errors = _all_at_once(lambda: table.write(str(out), rows))
+    errors += _all_at_once(lambda: runner._write_table(str(out), say=print, quiet=True))
+    assert errors == [], f"{len(errors)} of {2 * THREADS * WRITES} writes failed, e.g. {errors[:3]}"
+    assert sorted(os.listdir(out)) == [table.CSV, table.JSON, table.SWEEP]  # no temporary file left behind
+    with open(out / table.CSV) as f:
+        assert [row["name"] for row in csv.DictReader(f)] == ["r1", "r2", "r3", "r4", "r5"]
+    assert len(json.loads((out / table.JSON).read_text())["runs"]) == 5
