@@ -42,10 +42,13 @@ def _train_args(parser) -> None:
 
 def _train(args):
     from vitjax.config import apply_overrides, load_config
+    from vitjax.train import validate
     try:
-        # Before any device starts: a typo in the config, its :arg or an override fails at once.
+        # Before any device starts: a typo in the config, its :arg or an override, or a value no run
+        # can use (the CPU choices below divide by some), fails at once.
         config = load_config(args.config)
         apply_overrides(config, args.overrides)
+        validate.config(config)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax train: error: {error}")
 

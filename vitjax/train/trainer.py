@@ -18,7 +18,7 @@ from jax.experimental import multihost_utils
 
 from vitjax import data, models, parallel, rundir
 from vitjax.evaluate import classification
-from vitjax.train import checkpoint, flops, optimizer, step as steps
+from vitjax.train import checkpoint, flops, optimizer, step as steps, validate
 from vitjax.train.init_from import load_pretrained
 from vitjax.train.preemption import Preempted
 
@@ -40,7 +40,9 @@ class Plan:
 
 
 def plan(config) -> Plan:
-    """Validates the config against the data and devices; raises ValueError naming the fix."""
+    """Validates the config (validate.py), then against the data and devices; raises ValueError naming
+    the fix. Writes nothing."""
+    validate.config(config)
     info = data.get_info(config.data)
     total = optimizer.steps_of(config, "total", num_train_examples=info.num_train,
                                batch_size=config.batch_size, required=True)
@@ -51,8 +53,6 @@ def plan(config) -> Plan:
     if warmup > total:
         raise ValueError(f"warmup ({warmup} steps) is longer than training ({total} steps); shorten the "
                          f"warmup or train longer")
-    if config.nan_policy not in ("stop", "skip"):
-        raise ValueError(f"nan_policy must be 'stop' or 'skip', got {config.nan_policy!r}")
     if config.batch_size % config.grad_accum_steps:
         raise ValueError(f"batch_size {config.batch_size} is not divisible by grad_accum_steps "
                          f"{config.grad_accum_steps}")
@@ -146,9 +146,10 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
     """Trains `config` in `workdir` and returns its results (also written to results.json).
 
     Resumes from the workdir's newest good checkpoint; a finished workdir only reports its results
-    unless `force`. Raises Preempted after a SIGTERM checkpoint, NonFiniteLoss under nan_policy='stop'.
+    unless `force`. Nothing is written before the config and workdir pass their checks. Raises
+    Preempted after a SIGTERM checkpoint, NonFiniteLoss under nan_policy='stop'.
     """
-    _check_local(workdir)
+    validate.workdir(workdir)
     finished = rundir.read_results(workdir)
     if finished is not None and not force:
         print(f"{workdir} is finished: {_summary(finished)}", flush=True)
@@ -185,15 +186,6 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
     rundir.write_json(workdir, rundir.RESULTS, results)
     print(f"finished: {_summary(results)}", flush=True)
     return results
-
-
-def _check_local(workdir: str) -> None:
-    if "://" in workdir:
-        # The workdir is written with local file APIs (rundir.py): a gs:// path would become a local
-        # directory named 'gs:' on each host, and a pod's checkpoint shards would never meet.
-        raise ValueError(f"workdir {workdir!r} is a URL, but the workdir is written with local file APIs; "
-                         f"mount the bucket (gcsfuse) or use a shared filesystem (NFS, Filestore) and pass "
-                         f"its local path, the same on every host")
 
 
 def _restore_or_initialise(config, p: Plan, spec: StateSpec, ckpt, init_key):
