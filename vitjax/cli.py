@@ -26,7 +26,8 @@ def _train_args(parser) -> None:
                         help="Training config file (configs/...py[:arg]).")
     parser.add_argument("--workdir", required=True, help="Directory for checkpoints, logs and results.")
     parser.add_argument("--force", action="store_true",
-                        help="Resume a workdir even if its config differs, or redo a finished run.")
+                        help="Resume a workdir even if its config differs, or redo a finished run; the previous "
+                             "config and results are kept in WORKDIR/history/.")
     multi = parser.add_argument_group("multi-process runs (several hosts, or several processes on one; "
                                       "docs/scaling.md)")
     multi.add_argument("--distributed", choices=["auto", "on", "off"], default="auto",

@@ -109,3 +109,38 @@ def test_bad_values_are_rejected_before_training(tmp_path, key, value, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         trainer.train(config, str(tmp_path / "w"))
     assert not rundir.exists(tmp_path / "w", rundir.METRICS)
+
+
+def _copy_of(trained, tmp_path):
+    source, _ = trained
+    workdir = str(tmp_path / "copy")
+    shutil.copytree(source, workdir)
+    return workdir
+
+
+def _final_evaluations(workdir):
+    return [r["step"] for r in rundir.read_metrics(workdir) if "test_accuracy" in r]
+
+
+def test_finished_run_with_another_config_is_refused(trained):
+    workdir, results = trained
+    config = tiny_config.get_config()
+    config.lr = 0.5
+    config.model.width = 64
+    with pytest.raises(ValueError, match=r"holds a finished run started with a different config; differing keys:\n"
+                                         r"  lr: 0.003 -> 0.5\n  model.width: 32 -> 64\n.*--force"):
+        trainer.train(config, workdir)
+    assert rundir.read_results(workdir) == results
+
+
+def test_force_redoes_a_finished_run_and_keeps_its_history(trained, tmp_path, capsys):
+    workdir = _copy_of(trained, tmp_path)
+    config = tiny_config.get_config()
+    config.log_every_steps = 10
+    trainer.train(config, workdir, force=True)
+    kept = re.search(r"kept the previous config.json, results.json in (\S+)", capsys.readouterr().out).group(1)
+    assert os.path.dirname(kept) == rundir.file_path(workdir, rundir.HISTORY)
+    assert rundir.read_json(kept, rundir.CONFIG)["log_every_steps"] == 5
+    assert rundir.read_json(kept, rundir.RESULTS) == trained[1]
+    assert rundir.load_config(workdir).log_every_steps == 10
+    assert rundir.read_results(workdir)["steps"] == 30

@@ -145,13 +145,14 @@ def train_step_flops(config, p: Plan, compiled, dropout_key) -> float:
 def train(config, workdir: str, *, force: bool = False) -> dict:
     """Trains `config` in `workdir` and returns its results (also written to results.json).
 
-    Resumes from the workdir's newest good checkpoint; a finished workdir only reports its results
-    unless `force`. Nothing is written before the config and workdir pass their checks. Raises
-    Preempted after a SIGTERM checkpoint, NonFiniteLoss under nan_policy='stop'.
+    Resumes from the workdir's newest good checkpoint. A finished workdir only reports its results,
+    unless `force` redoes it; a finished run of another config is refused like an unfinished one.
+    Nothing is written before the config and workdir pass their checks. Raises Preempted after a
+    SIGTERM checkpoint, NonFiniteLoss under nan_policy='stop'.
     """
     validate.workdir(workdir)
-    finished = rundir.read_results(workdir)
-    if finished is not None and not force:
+    finished = _finished_results(workdir, config, force)
+    if finished is not None:
         print(f"{workdir} is finished: {_summary(finished)}", flush=True)
         return finished
 
@@ -186,6 +187,16 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
     rundir.write_json(workdir, rundir.RESULTS, results)
     print(f"finished: {_summary(results)}", flush=True)
     return results
+
+
+def _finished_results(workdir: str, config, force: bool) -> dict | None:
+    """results.json of a finished run of this same config, which is then only reported; None when the
+    run is not finished or `force` redoes it. Raises ValueError naming the keys of another config."""
+    finished = rundir.read_results(workdir)
+    if finished is None or force:
+        return None
+    rundir.check_config(workdir, config, finished=True)
+    return finished
 
 
 def _restore_or_initialise(config, p: Plan, spec: StateSpec, ckpt, init_key):
@@ -342,11 +353,13 @@ class _SigtermFlag:
 
 
 def _claim(workdir, config, force):
-    """rundir.claim on every process, process 0 first: the others then read a complete config.json."""
-    if jax.process_count() == 1:
-        return rundir.claim(workdir, config, force=force)
+    """rundir.claim on every process, process 0 first: the others then read a complete config.json.
+    Says which files of the previous run `force` kept in history/, and where."""
     if rundir.is_writer():
-        rundir.claim(workdir, config, force=force)
-    multihost_utils.sync_global_devices("vitjax: config.json written")
-    if not rundir.is_writer():
-        rundir.claim(workdir, config, force=force)
+        kept = rundir.claim(workdir, config, force=force)
+        if kept:
+            print(f"kept the previous {', '.join(sorted(os.listdir(kept)))} in {kept}", flush=True)
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices("vitjax: config.json written")
+        if not rundir.is_writer():
+            rundir.claim(workdir, config, force=force)
