@@ -136,7 +136,7 @@ def test_checkpoint_params_from_each_way_of_naming_a_run(tmp_path):
         np.testing.assert_array_equal(params["w"], [step, step])
 
 
-# --- Whole files, history ---------------------------------------------------------------------
+# --- Whole files, history, metrics once -------------------------------------------------------
 
 def test_write_json_syncs_the_data_before_the_rename_and_the_rename_after(tmp_path, monkeypatch):
     events, fsync, replace = [], os.fsync, os.replace
@@ -189,3 +189,12 @@ def test_force_replaces_a_damaged_config_and_keeps_it(tmp_path):
     kept = rundir.claim(str(tmp_path), ml_collections.ConfigDict({"lr": 0.1}), force=True)
     assert open(os.path.join(kept, rundir.CONFIG)).read() == ""
     assert rundir.load_config(str(tmp_path)).lr == 0.1
+
+
+def test_keep_metrics_drops_rows_and_a_line_cut_short(tmp_path):
+    rows = [{"step": step, "loss": 1.0 / step} for step in range(1, 6)]
+    with open(rundir.file_path(str(tmp_path), rundir.METRICS), "w") as f:
+        f.write("".join(json.dumps(row) + "\n" for row in rows) + '{"step": 6, "lo')
+    assert rundir.keep_metrics(str(tmp_path), lambda row: row["step"] <= 3) == 2
+    assert rundir.read_metrics(str(tmp_path)) == rows[:3]
+    assert (tmp_path / rundir.METRICS).read_text().endswith("}\n")  # the next row starts its own line

@@ -2,7 +2,7 @@
 
     config.json           the full config the run was started with (`claim`); written only when it
                           is new or changed
-    metrics.jsonl         one JSON object per logged step or evaluation (`MetricsLog`)
+    metrics.jsonl         one JSON object per logged step or evaluation, each once (`MetricsLog`)
     events.*              TensorBoard summaries (`MetricsLog`, through clu)
     checkpoints/<step>/   orbax checkpoints (vitjax/train/checkpoint.py), the newest `keep_checkpoints`
                           kept; each step holds the items state/ (the train state) and meta/
@@ -19,7 +19,8 @@
 The JSON files are written whole or not at all (`write_json`, `replace_file`: a temporary file
 beside the file, flushed and fsynced, renamed over it), so a full disk or a crash leaves the previous
 version or the new one, and a damaged one is reported with its fix (`read_json`). metrics.jsonl is
-appended to; a line cut short is skipped when it is read.
+appended to; a line cut short is skipped when read and dropped when a run resumes, which also drops
+the rows the resumed run writes again (`keep_metrics`).
 
 Every path inside a run directory is made here, so that moving runs to another filesystem changes
 this file only (paths are local today: os.path). A command that reads a run takes it as the user
@@ -36,6 +37,7 @@ import os
 import secrets
 import shutil
 import time
+from typing import Callable
 
 import jax
 import ml_collections
@@ -335,8 +337,31 @@ def read_metrics(run_dir: str) -> list[dict]:
     return rows
 
 
+def keep_metrics(run_dir: str, keep: Callable[[dict], bool]) -> int:
+    """Rewrites metrics.jsonl with only the rows `keep` accepts, whole or not at all, on process 0;
+    returns how many rows were dropped. A line cut short by a kill goes too, so the next row appended
+    starts a line of its own."""
+    path = file_path(run_dir, METRICS)
+    if not is_writer() or not os.path.exists(path):
+        return 0
+    rows = read_metrics(run_dir)
+    kept = [row for row in rows if keep(row)]
+    text = "".join(json.dumps(row) + "\n" for row in kept)
+    with open(path) as f:
+        unchanged = f.read() == text
+    if not unchanged:
+        replace_file(path, text)
+    return len(rows) - len(kept)
+
+
 class MetricsLog:
-    """Appends one JSON object per line to metrics.jsonl and mirrors scalars to TensorBoard."""
+    """Appends one JSON object per line to metrics.jsonl and mirrors scalars to TensorBoard.
+
+    A resumed run first drops the rows it will write again (`keep_metrics`, called by the trainer),
+    so metrics.jsonl holds each step once. TensorBoard's events files are not rewritten: each attempt
+    writes its own, and the steps an interrupted attempt logged after its last checkpoint appear
+    there twice (TensorBoard plots both); metrics.jsonl is the record.
+    """
 
     def __init__(self, run_dir: str):
         from clu import metric_writers  # imported here: pulls in TensorFlow's summary ops

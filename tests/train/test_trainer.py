@@ -122,6 +122,16 @@ def _final_evaluations(workdir):
     return [r["step"] for r in rundir.read_metrics(workdir) if "test_accuracy" in r]
 
 
+def test_resumed_run_logs_each_step_once(trained, tmp_path):
+    # As a SIGKILL at step 30 leaves it: steps 21..30 logged, step 30's checkpoint never written.
+    workdir = _copy_of(trained, tmp_path)
+    os.remove(rundir.file_path(workdir, rundir.RESULTS))
+    shutil.rmtree(rundir.step_dir(rundir.checkpoint_dir(workdir), 30))
+    trainer.train(tiny_config.get_config(), workdir)
+    assert [s for s, _ in _losses(workdir)] == [5, 10, 15, 20, 25, 30]
+    assert _final_evaluations(workdir) == [30]
+
+
 def test_finished_run_with_another_config_is_refused(trained):
     workdir, results = trained
     config = tiny_config.get_config()
@@ -144,3 +154,4 @@ def test_force_redoes_a_finished_run_and_keeps_its_history(trained, tmp_path, ca
     assert rundir.read_json(kept, rundir.RESULTS) == trained[1]
     assert rundir.load_config(workdir).log_every_steps == 10
     assert rundir.read_results(workdir)["steps"] == 30
+    assert _final_evaluations(workdir) == [30]  # the redone final evaluation replaces the first

@@ -169,7 +169,7 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
         evaluator = classification.Evaluator(p.model, config.data, batch_size=config.eval_batch_size,
                                              mesh=p.mesh, params_sharding=spec.shardings.params,
                                              compiler_options=p.compiler_options)
-        log = rundir.MetricsLog(workdir)
+        log = _metrics_log(workdir, int(state.step), p.total_steps)
         batches = _train_batches(config, int(state.step), batch_sharding)
         stop = _SigtermFlag()
         try:
@@ -225,6 +225,19 @@ def _compile_and_describe(config, p: Plan, spec: StateSpec, dropout_key):
           f"{parallel.describe(p.mesh, p.rules)}; train state "
           f"{parallel.bytes_per_device(spec.abstract)['per_device'] / 2**20:,.1f} MiB per device", flush=True)
     return compiled, batch_sharding, flops_per_step
+
+
+def _metrics_log(workdir: str, resumed_at: int, total_steps: int) -> rundir.MetricsLog:
+    """The run's MetricsLog, once metrics.jsonl has dropped the rows this attempt writes again: those
+    past the step it resumes from (an interrupted attempt logged them after its last checkpoint) and
+    the final evaluation's (logged after the loop, so again by an attempt resuming at the last step).
+    """
+    def written_again(row):
+        step = row.get("step", 0)
+        return step > resumed_at or (step == total_steps and "test_accuracy" in row)
+
+    rundir.keep_metrics(workdir, lambda row: not written_again(row))
+    return rundir.MetricsLog(workdir)
 
 
 def _train_batches(config, first_step: int, batch_sharding):
