@@ -1,6 +1,9 @@
 """A run's directory: what `locate` makes of each way of naming a run, the steps it lists, the files."""
 import json
 import os
+import socket
+import subprocess
+import sys
 
 import ml_collections
 import numpy as np
@@ -136,7 +139,7 @@ def test_checkpoint_params_from_each_way_of_naming_a_run(tmp_path):
         np.testing.assert_array_equal(params["w"], [step, step])
 
 
-# --- Whole files, history, metrics once -------------------------------------------------------
+# --- Whole files, history, metrics once, one trainer per run -------------------------------------
 
 def test_write_json_syncs_the_data_before_the_rename_and_the_rename_after(tmp_path, monkeypatch):
     events, fsync, replace = [], os.fsync, os.replace
@@ -198,3 +201,30 @@ def test_keep_metrics_drops_rows_and_a_line_cut_short(tmp_path):
     assert rundir.keep_metrics(str(tmp_path), lambda row: row["step"] <= 3) == 2
     assert rundir.read_metrics(str(tmp_path)) == rows[:3]
     assert (tmp_path / rundir.METRICS).read_text().endswith("}\n")  # the next row starts its own line
+
+
+def test_a_second_lock_is_refused_naming_the_holder(tmp_path):
+    run_dir = str(tmp_path / "run")
+    held = rundir.lock(run_dir)
+    with pytest.raises(rundir.WorkdirInUse, match=rf"{run_dir} is in use by another vitjax train "
+                                                  rf"\(pid {os.getpid()} on host {socket.gethostname()}, since"):
+        rundir.lock(run_dir)
+    held.release()
+    rundir.lock(run_dir).release()
+
+
+def test_a_lock_dies_with_its_process(tmp_path):
+    """However the holder ends (here SIGKILL), the OS drops its lock: nothing stale is left."""
+    run_dir = str(tmp_path / "run")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import time; from vitjax import rundir; rundir.lock({run_dir!r}); "
+                               f"print('locked', flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(rundir.WorkdirInUse, match=f"pid {holder.pid} "):
+            rundir.lock(run_dir)
+    finally:
+        holder.kill()
+        holder.wait()
+    rundir.lock(run_dir).release()

@@ -61,6 +61,7 @@ def _train(args):
     except ValueError as error:
         sys.exit(f"vitjax train: error: {error}")
 
+    from vitjax import rundir
     from vitjax.train import preemption, trainer
     try:
         xla_cpu.choose(config)  # on a CPU backend only; after jax.distributed, before any device starts
@@ -68,7 +69,7 @@ def _train(args):
     except preemption.Preempted as notice:
         print(notice, flush=True)
         sys.exit(preemption.PREEMPTED_EXIT_CODE)
-    except (ValueError, FileNotFoundError, trainer.NonFiniteLoss) as error:
+    except (ValueError, FileNotFoundError, trainer.NonFiniteLoss, rundir.WorkdirInUse) as error:
         sys.exit(f"vitjax train: error: {error}")
 
 

@@ -11,6 +11,8 @@
     eval.json             `vitjax eval`'s re-evaluation of a checkpoint
     fewshot.json          the few-shot probe's accuracies (`vitjax eval --fewshot`)
     analysis/             `vitjax analyze`'s figures and tables, unless given --out
+    train.lock            locked (fcntl.flock) by the one trainer working on the run, whose pid and
+                          host it names; the lock, not the file, counts (`lock`)
     history/<UTC time>/   what `vitjax train --force` replaced: the previous config.json, and the
                           results.json, eval.json and fewshot.json that described the previous run
                           (`keep_history`); never deleted
@@ -31,11 +33,13 @@ This module sits low in the package graph (it imports no other vitjax module), s
 analysis and sweep can all read runs through it.
 """
 import dataclasses
+import fcntl
 import itertools
 import json
 import os
 import secrets
 import shutil
+import socket
 import time
 from typing import Callable
 
@@ -52,6 +56,7 @@ CORRUPT_CHECKPOINTS = "corrupt_checkpoints"
 STATE, META = "state", "meta"  # the two orbax items of a checkpoint step
 ANALYSIS = "analysis"
 TRAIN_LOG, FEWSHOT_LOG = "train.log", "fewshot.log"
+LOCK = "train.lock"
 HISTORY = "history"
 RUNNING = "running.json"  # pids working on the run now; removed when they are done
 FAILED = "failed.json"  # the error and traceback of the sweep stage that failed
@@ -378,6 +383,85 @@ class MetricsLog:
     def close(self) -> None:
         self._writer.flush()
         self._writer.close()
+
+
+# --- One trainer per run --------------------------------------------------------------------------
+
+class WorkdirInUse(RuntimeError):
+    """Another trainer holds the run directory's lock; the message names the directory and the holder."""
+
+
+class Lock:
+    """The lock `lock` took on a run directory; held until `release` or the end of the process."""
+
+    def __init__(self, path: str, fd: int | None):
+        self.path = path
+        self._fd = fd  # None: the filesystem cannot lock, and the run goes on unlocked (`lock` warned)
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        os.ftruncate(self._fd, 0)  # the holder's name goes with the lock
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.release()
+
+
+def lock(run_dir: str) -> Lock:
+    """Locks `run_dir` (creating it) for this process, or raises WorkdirInUse naming the holder.
+
+    The lock is fcntl.flock on the run's train.lock, which then names its holder (pid, host, since
+    when). The kernel drops it when the holding process ends, however it ends (SIGKILL, a crash, a
+    reboot; on NFS, a dead host's locks once the server's lease on it runs out): nothing stale is
+    left to clean up. The file stays; what it says counts only while it is locked. Two opens of the
+    file exclude each other even within one process.
+
+    A multi-process run locks from process 0 alone (the trainer's `_lock`), which tells the others
+    whether it could. All processes of a run share one workdir: one lock file taken by each would
+    exclude the run's own processes, and per-process files (train.<i>.lock) would catch a second run
+    only where its process numbering overlaps the first's, whereas every run has a process 0. On NFS
+    (v4, or v3 with lockd) Linux carries out flock as an NFS lock every client sees, so a second run
+    is refused whichever host its process 0 is on; filesystems that keep locks on one host (gcsfuse,
+    NFS mounted with -o nolock) refuse it only when its process 0 shares the first one's host, as when
+    the same command is started again. Where the filesystem cannot lock at all, this warns and returns
+    a Lock that holds nothing.
+    """
+    os.makedirs(run_dir, exist_ok=True)
+    path = file_path(run_dir, LOCK)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _holder(fd)
+        os.close(fd)
+        raise WorkdirInUse(f"{os.path.abspath(run_dir)} is in use by another vitjax train ({holder}); one "
+                           f"trainer works on a workdir at a time. Wait for it to finish, stop it (SIGTERM, "
+                           f"e.g. `kill PID` on its host, saves a checkpoint), or pass another --workdir") from None
+    except OSError as error:  # ENOLCK, EOPNOTSUPP: a filesystem without locks
+        os.close(fd)
+        print(f"WARNING: cannot lock {path} ({error}); nothing stops a second trainer on this workdir",
+              flush=True)
+        return Lock(path, None)
+    holder = {"pid": os.getpid(), "host": socket.gethostname(),
+              "since": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(holder).encode(), 0)
+    return Lock(path, fd)
+
+
+def _holder(fd: int) -> str:
+    """The holder a locked train.lock names, in words."""
+    try:
+        holder = json.loads(os.pread(fd, 4096, 0))
+        return f"pid {holder['pid']} on host {holder['host']}, since {holder['since']}"
+    except (ValueError, KeyError, TypeError, OSError):
+        return "its pid is not written yet"
 
 
 def read_checkpoint_params(path: str) -> dict:

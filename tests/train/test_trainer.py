@@ -155,3 +155,13 @@ def test_force_redoes_a_finished_run_and_keeps_its_history(trained, tmp_path, ca
     assert rundir.load_config(workdir).log_every_steps == 10
     assert rundir.read_results(workdir)["steps"] == 30
     assert _final_evaluations(workdir) == [30]  # the redone final evaluation replaces the first
+
+
+def test_a_workdir_in_use_is_refused_before_anything_is_written(tmp_path):
+    """A second `vitjax train` on a workdir another trainer holds (this test process) fails at once."""
+    workdir = tmp_path / "w"
+    with rundir.lock(str(workdir)):
+        run = _cli("train", "--config", TINY, "--workdir", str(workdir))
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert f"{workdir} is in use by another vitjax train (pid {os.getpid()} on host" in run.stderr
+    assert os.listdir(workdir) == [rundir.LOCK]

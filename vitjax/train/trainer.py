@@ -2,7 +2,7 @@
 
 Read top to bottom: set up, build, restore or initialise, compile, loop (step, log, evaluate,
 checkpoint), finish. Re-running on the same workdir resumes from the newest good checkpoint; a run
-whose results.json exists is finished and only reports.
+whose results.json exists is finished and only reports. One trainer works on a workdir at a time.
 """
 import dataclasses
 import math
@@ -148,7 +148,8 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
     Resumes from the workdir's newest good checkpoint. A finished workdir only reports its results,
     unless `force` redoes it; a finished run of another config is refused like an unfinished one.
     Nothing is written before the config and workdir pass their checks. Raises Preempted after a
-    SIGTERM checkpoint, NonFiniteLoss under nan_policy='stop'.
+    SIGTERM checkpoint, NonFiniteLoss under nan_policy='stop', rundir.WorkdirInUse while another
+    trainer works on `workdir`.
     """
     validate.workdir(workdir)
     finished = _finished_results(workdir, config, force)
@@ -157,6 +158,16 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
         return finished
 
     p = plan(config)
+    held = _lock(workdir)
+    try:
+        return _train_locked(config, workdir, p, force)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
+    """`train` once the workdir is this trainer's: claim it, restore or initialise, loop, finish."""
     _claim(workdir, config, force)
     start_time = time.time()
     init_key, dropout_key = jax.random.split(jax.random.key(config.seed))
@@ -197,6 +208,23 @@ def _finished_results(workdir: str, config, force: bool) -> dict | None:
         return None
     rundir.check_config(workdir, config, finished=True)
     return finished
+
+
+def _lock(workdir: str) -> rundir.Lock | None:
+    """Process 0 locks the workdir for the whole run (rundir.lock says why process 0 alone). When it
+    cannot, every process raises WorkdirInUse, instead of the others waiting for it at a barrier."""
+    held, refusal = None, None
+    if rundir.is_writer():
+        try:
+            held = rundir.lock(workdir)
+        except rundir.WorkdirInUse as error:
+            refusal = error
+    if jax.process_count() > 1 and int(multihost_utils.broadcast_one_to_all(jnp.int32(refusal is not None))):
+        refusal = refusal or rundir.WorkdirInUse(f"{workdir} is in use by another vitjax train (process 0's "
+                                                 f"error names it)")
+    if refusal is not None:
+        raise refusal
+    return held
 
 
 def _restore_or_initialise(config, p: Plan, spec: StateSpec, ckpt, init_key):
