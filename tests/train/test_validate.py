@@ -73,3 +73,21 @@ def test_cli_refuses_a_bad_value_without_a_traceback(tmp_path):
     assert run.returncode != 0
     assert "grad_accum_steps=0: use 1 for no accumulation" in run.stderr and "Traceback" not in run.stderr
     assert not (tmp_path / "w").exists()
+
+
+def test_every_accepted_name_builds():
+    """validate.py lists the names without importing optimizer.py (JAX): both must agree."""
+    import jax.numpy as jnp
+
+    from vitjax import models
+    from vitjax.train import optimizer
+
+    config = tiny_config.get_config()
+    for name in validate.SCHEDULES:
+        config.schedule = name
+        optimizer.learning_rate_schedule(config, total_steps=10, warmup_steps=2)
+    for name in validate.OPTIMIZERS:
+        config.optimizer.name = name
+        optimizer.make_optimizer(config, optimizer.learning_rate_schedule(config, 10, 2))
+    for name in validate.DTYPES:
+        assert models.build("vit", 4, dtype=name, **config.model).dtype == jnp.dtype(name)

@@ -11,8 +11,6 @@ import jax
 import optax
 
 DURATION_UNITS = ("steps", "epochs", "examples")
-SCHEDULES = ("cosine", "linear", "constant")  # the decay after the warmup
-OPTIMIZERS = ("adam", "adamw", "sgd")
 
 
 def steps_of(config, prefix: str, *, num_train_examples: int, batch_size: int, required: bool) -> int:

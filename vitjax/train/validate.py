@@ -9,8 +9,10 @@ plan checks next; data.* values are vitjax/data's (`data.get_info`, which plan c
 """
 import os
 
-from vitjax.train import optimizer
-
+# The names optimizer.py and the trainer act on (tests/train/test_validate.py checks that each builds).
+# Here rather than imported from optimizer.py: `vitjax train` validates before JAX is imported.
+SCHEDULES = ("cosine", "linear", "constant")  # the decay after the warmup
+OPTIMIZERS = ("adam", "adamw", "sgd")
 NAN_POLICIES = ("stop", "skip")
 DTYPES = ("float32", "bfloat16", "float16")  # compute dtypes; parameters stay float32
 
@@ -42,8 +44,8 @@ _RULES = (
     ("grad_clip_norm", _at_least(0), "use 0 for no clipping, or a norm > 0 such as 1.0"),
     ("label_smoothing", _fraction, "use a value in [0, 1), e.g. 0.1 (0: no smoothing)"),
     ("seed", _at_least(0), "use a seed >= 0"),
-    ("schedule", lambda name: name in optimizer.SCHEDULES, _choice(optimizer.SCHEDULES)),
-    ("optimizer.name", lambda name: name in optimizer.OPTIMIZERS, _choice(optimizer.OPTIMIZERS)),
+    ("schedule", lambda name: name in SCHEDULES, _choice(SCHEDULES)),
+    ("optimizer.name", lambda name: name in OPTIMIZERS, _choice(OPTIMIZERS)),
     ("optimizer.b1", _fraction, "use a decay rate in [0, 1), e.g. 0.9"),
     ("optimizer.b2", _fraction, "use a decay rate in [0, 1), e.g. 0.999"),
     ("optimizer.eps", lambda eps: eps > 0, "use an epsilon > 0, e.g. 1e-8"),
