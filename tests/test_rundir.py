@@ -1,6 +1,9 @@
 """A run's directory: what `locate` makes of each way of naming a run, the steps it lists, the files."""
 import json
 import os
+import socket
+import subprocess
+import sys
 
 import ml_collections
 import numpy as np
@@ -134,3 +137,94 @@ def test_checkpoint_params_from_each_way_of_naming_a_run(tmp_path):
         params = rundir.read_checkpoint_params(str(path))
         assert isinstance(params["w"], np.ndarray)
         np.testing.assert_array_equal(params["w"], [step, step])
+
+
+# --- Whole files, history, metrics once, one trainer per run -------------------------------------
+
+def test_write_json_syncs_the_data_before_the_rename_and_the_rename_after(tmp_path, monkeypatch):
+    events, fsync, replace = [], os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: (events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}"))),
+                                                 fsync(fd))[1])
+    monkeypatch.setattr(os, "replace", lambda src, dst: (events.append(("replace", str(dst))), replace(src, dst))[1])
+    rundir.write_json(str(tmp_path), rundir.CONFIG, {"lr": 0.1})
+    path = str(tmp_path / rundir.CONFIG)
+    (_, synced), renamed, directory = events
+    assert os.path.dirname(synced) == str(tmp_path) and synced != path  # the temporary file, beside it
+    assert renamed == ("replace", path) and directory == ("fsync", str(tmp_path))
+    assert os.listdir(tmp_path) == [rundir.CONFIG]  # no temporary file left behind
+
+
+@pytest.mark.parametrize("text, what", [("", "it is empty"), ('{"lr": 0.', "it is not JSON")])
+def test_a_damaged_config_is_named_with_its_fix(tmp_path, text, what):
+    (tmp_path / rundir.CONFIG).write_text(text)
+    with pytest.raises(rundir.DamagedFileError, match=rf"{tmp_path}/config.json is damaged: {what}.* Fix: .*--force"):
+        rundir.load_config(str(tmp_path))
+
+
+def test_claim_leaves_an_unchanged_config_alone(tmp_path):
+    config = ml_collections.ConfigDict({"lr": 0.1})
+    rundir.claim(str(tmp_path), config, force=False)
+    before = os.stat(tmp_path / rundir.CONFIG)
+    assert rundir.claim(str(tmp_path), config, force=False) is None
+    after = os.stat(tmp_path / rundir.CONFIG)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_force_keeps_the_previous_config_and_results_in_history(tmp_path):
+    run_dir = str(tmp_path)
+    rundir.claim(run_dir, ml_collections.ConfigDict({"lr": 0.1}), force=False)
+    rundir.write_json(run_dir, rundir.RESULTS, {"test_accuracy": 0.5})
+    kept = rundir.claim(run_dir, ml_collections.ConfigDict({"lr": 0.2}), force=True)
+    assert os.path.dirname(kept) == str(tmp_path / rundir.HISTORY)
+    assert rundir.read_json(kept, rundir.CONFIG) == {"lr": 0.1}
+    assert rundir.read_json(kept, rundir.RESULTS) == {"test_accuracy": 0.5}
+    assert rundir.read_json(run_dir, rundir.CONFIG) == {"lr": 0.2}
+    assert rundir.read_results(run_dir) is None  # the run is being redone
+    # A second --force keeps its own history beside the first.
+    again = rundir.claim(run_dir, ml_collections.ConfigDict({"lr": 0.3}), force=True)
+    assert again != kept and rundir.read_json(again, rundir.CONFIG) == {"lr": 0.2}
+
+
+def test_force_replaces_a_damaged_config_and_keeps_it(tmp_path):
+    (tmp_path / rundir.CONFIG).write_text("")
+    with pytest.raises(rundir.DamagedFileError):
+        rundir.claim(str(tmp_path), ml_collections.ConfigDict({"lr": 0.1}), force=False)
+    kept = rundir.claim(str(tmp_path), ml_collections.ConfigDict({"lr": 0.1}), force=True)
+    assert open(os.path.join(kept, rundir.CONFIG)).read() == ""
+    assert rundir.load_config(str(tmp_path)).lr == 0.1
+
+
+def test_keep_metrics_drops_rows_and_a_line_cut_short(tmp_path):
+    rows = [{"step": step, "loss": 1.0 / step} for step in range(1, 6)]
+    with open(rundir.file_path(str(tmp_path), rundir.METRICS), "w") as f:
+        f.write("".join(json.dumps(row) + "\n" for row in rows) + '{"step": 6, "lo')
+    assert rundir.keep_metrics(str(tmp_path), lambda row: row["step"] <= 3) == 2
+    assert rundir.read_metrics(str(tmp_path)) == rows[:3]
+    assert (tmp_path / rundir.METRICS).read_text().endswith("}\n")  # the next row starts its own line
+
+
+def test_a_second_lock_is_refused_naming_the_holder(tmp_path):
+    run_dir = str(tmp_path / "run")
+    held = rundir.lock(run_dir)
+    with pytest.raises(rundir.WorkdirInUse, match=rf"{run_dir} is in use by another vitjax train "
+                                                  rf"\(pid {os.getpid()} on host {socket.gethostname()}, since"):
+        rundir.lock(run_dir)
+    held.release()
+    rundir.lock(run_dir).release()
+
+
+def test_a_lock_dies_with_its_process(tmp_path):
+    """However the holder ends (here SIGKILL), the OS drops its lock: nothing stale is left."""
+    run_dir = str(tmp_path / "run")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import time; from vitjax import rundir; rundir.lock({run_dir!r}); "
+                               f"print('locked', flush=True); time.sleep(600)"],
+        stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(rundir.WorkdirInUse, match=f"pid {holder.pid} "):
+            rundir.lock(run_dir)
+    finally:
+        holder.kill()
+        holder.wait()
+    rundir.lock(run_dir).release()

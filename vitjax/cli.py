@@ -26,7 +26,8 @@ def _train_args(parser) -> None:
                         help="Training config file (configs/...py[:arg]).")
     parser.add_argument("--workdir", required=True, help="Directory for checkpoints, logs and results.")
     parser.add_argument("--force", action="store_true",
-                        help="Resume a workdir even if its config differs, or redo a finished run.")
+                        help="Resume a workdir even if its config differs, or redo a finished run; the previous "
+                             "config and results are kept in WORKDIR/history/.")
     multi = parser.add_argument_group("multi-process runs (several hosts, or several processes on one; "
                                       "docs/scaling.md)")
     multi.add_argument("--distributed", choices=["auto", "on", "off"], default="auto",
@@ -42,10 +43,13 @@ def _train_args(parser) -> None:
 
 def _train(args):
     from vitjax.config import apply_overrides, load_config
+    from vitjax.train import validate
     try:
-        # Before any device starts: a typo in the config, its :arg or an override fails at once.
+        # Before any device starts: a typo in the config, its :arg or an override, or a value no run
+        # can use (the CPU choices below divide by some), fails at once.
         config = load_config(args.config)
         apply_overrides(config, args.overrides)
+        validate.config(config)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax train: error: {error}")
 
@@ -57,6 +61,7 @@ def _train(args):
     except ValueError as error:
         sys.exit(f"vitjax train: error: {error}")
 
+    from vitjax import rundir
     from vitjax.train import preemption, trainer
     try:
         xla_cpu.choose(config)  # on a CPU backend only; after jax.distributed, before any device starts
@@ -64,7 +69,7 @@ def _train(args):
     except preemption.Preempted as notice:
         print(notice, flush=True)
         sys.exit(preemption.PREEMPTED_EXIT_CODE)
-    except (ValueError, FileNotFoundError, trainer.NonFiniteLoss) as error:
+    except (ValueError, FileNotFoundError, trainer.NonFiniteLoss, rundir.WorkdirInUse) as error:
         sys.exit(f"vitjax train: error: {error}")
 
 

@@ -1,7 +1,8 @@
 """A run's directory (its workdir): the layout, finding its checkpoints, reading and writing its files.
 
-    config.json           the full config the run was started with (`claim`)
-    metrics.jsonl         one JSON object per logged step or evaluation (`MetricsLog`)
+    config.json           the full config the run was started with (`claim`); written only when it
+                          is new or changed
+    metrics.jsonl         one JSON object per logged step or evaluation, each once (`MetricsLog`)
     events.*              TensorBoard summaries (`MetricsLog`, through clu)
     checkpoints/<step>/   orbax checkpoints (vitjax/train/checkpoint.py), the newest `keep_checkpoints`
                           kept; each step holds the items state/ (the train state) and meta/
@@ -10,7 +11,18 @@
     eval.json             `vitjax eval`'s re-evaluation of a checkpoint
     fewshot.json          the few-shot probe's accuracies (`vitjax eval --fewshot`)
     analysis/             `vitjax analyze`'s figures and tables, unless given --out
+    train.lock            locked (fcntl.flock) by the one trainer working on the run, whose pid and
+                          host it names; the lock, not the file, counts (`lock`)
+    history/<UTC time>/   what `vitjax train --force` replaced: the previous config.json, and the
+                          results.json, eval.json and fewshot.json that described the previous run
+                          (`keep_history`); never deleted
     train.log, fewshot.log, sweep.lock, failed.json   a sweep's logs, lock and failure (vitjax/sweep)
+
+The JSON files are written whole or not at all (`write_json`, `replace_file`: a temporary file
+beside the file, flushed and fsynced, renamed over it), so a full disk or a crash leaves the previous
+version or the new one, and a damaged one is reported with its fix (`read_json`). metrics.jsonl is
+appended to; a line cut short is skipped when read and dropped when a run resumes, which also drops
+the rows the resumed run writes again (`keep_metrics`).
 
 Every path inside a run directory is made here, so that moving runs to another filesystem changes
 this file only (paths are local today: os.path). A command that reads a run takes it as the user
@@ -21,10 +33,15 @@ This module sits low in the package graph (it imports no other vitjax module), s
 analysis and sweep can all read runs through it.
 """
 import dataclasses
+import fcntl
+import itertools
 import json
 import os
+import secrets
 import shutil
+import socket
 import time
+from typing import Callable
 
 import jax
 import ml_collections
@@ -39,6 +56,8 @@ CORRUPT_CHECKPOINTS = "corrupt_checkpoints"
 STATE, META = "state", "meta"  # the two orbax items of a checkpoint step
 ANALYSIS = "analysis"
 TRAIN_LOG, FEWSHOT_LOG = "train.log", "fewshot.log"
+LOCK = "train.lock"
+HISTORY = "history"
 SWEEP_LOCK = "sweep.lock"  # flock'ed while a sweep works on the run (vitjax/sweep/runlock.py)
 FAILED = "failed.json"  # the error and traceback of the sweep stage that failed
 
@@ -150,24 +169,83 @@ def config_to_dict(config: ml_collections.ConfigDict) -> dict:
     return json.loads(config.to_json_best_effort(sort_keys=True))
 
 
+class DamagedFileError(ValueError):
+    """A run's JSON file that exists but cannot be read (cut short or garbled); names the file and the fix."""
+
+
+# How to get each file of a run back once it is damaged (cut short by an older vitjax, which did not
+# sync a file before renaming it, edited by hand, or on a failing disk).
+_REPAIRS = {
+    CONFIG: f"re-run `vitjax train` on this workdir with its config and --force, which writes it again and keeps "
+            f"the damaged one in {HISTORY}/; or copy a good config.json from {HISTORY}/",
+    RESULTS: "delete it and re-run the same `vitjax train` command, which evaluates the final checkpoint again",
+    EVAL: "delete it and re-run `vitjax eval`",
+    FEWSHOT: "delete it and re-run `vitjax eval --fewshot`",
+}
+
+
 def read_json(run_dir: str, name: str) -> dict | None:
-    """The JSON file `name` of a run (or of a sweep's directory, which holds runs), or None if absent."""
+    """The JSON file `name` of a run (or of a sweep's directory, which holds runs), or None if absent.
+
+    Raises DamagedFileError naming the file and how to get it back when it is empty or not JSON.
+    """
     path = file_path(run_dir, name)
     if not os.path.exists(path):
         return None
-    with open(path) as f:
-        return json.load(f)
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        return json.loads(raw)
+    except ValueError as error:  # JSONDecodeError, and UnicodeDecodeError for bytes that are no text
+        what = "it is empty" if not raw.strip() else f"it is not JSON ({error})"
+        raise DamagedFileError(f"{path} is damaged: {what}, probably cut short by a full disk or a crash "
+                               f"while it was written. Fix: {_REPAIRS.get(name, 'delete it or restore a copy')}"
+                               ) from None
+
+
+def replace_file(path: str, text: str) -> None:
+    """Writes `path` whole or not at all: a temporary file beside it, flushed and fsynced, renamed over it.
+
+    A reader sees the previous file or the new one, never a part, and so does the next run after a
+    crash or power loss: the data reach the disk before the rename, the rename before this returns.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    # A name of its own per writer (two processes replacing one file must not share a temporary), made
+    # with open(): unlike tempfile's, it gets the umask's permissions, as the file itself would.
+    tmp = f"{path}.{os.getpid()}-{secrets.token_hex(4)}.tmp"
+    try:
+        with open(tmp, "x") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory: str) -> None:
+    """Makes a rename in `directory` durable; a no-op where the filesystem cannot fsync a directory."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def write_json(run_dir: str, name: str, payload: dict) -> None:
-    """Writes the JSON file `name` (on process 0 only), atomically: a reader never sees half a file."""
+    """Writes the JSON file `name` (on process 0 only), whole or not at all (`replace_file`)."""
     if not is_writer():
         return
-    path = file_path(run_dir, name)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(payload, f, indent=2, sort_keys=True)
-    os.replace(tmp, path)
+    text = json.dumps(payload, indent=2, sort_keys=True)  # before any file is touched: it may fail
+    replace_file(file_path(run_dir, name), text)
 
 
 def read_results(run_dir: str) -> dict | None:
@@ -183,21 +261,70 @@ def load_config(run_dir: str) -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict(config)
 
 
-def claim(run_dir: str, config: ml_collections.ConfigDict, *, force: bool) -> None:
-    """Records the config, or checks that an existing run was started with the same one."""
-    current = config_to_dict(config)
+def check_config(run_dir: str, config: ml_collections.ConfigDict, *, finished: bool = False) -> None:
+    """Raises ValueError naming every differing key when the run in `run_dir` was started with another
+    config (`finished`: the run is finished, which the message says); passes when there is no run yet."""
     previous = read_json(run_dir, CONFIG)
-    if previous is not None:
-        old, new = flatten(previous), flatten(current)
-        differing = sorted(k for k in old.keys() | new.keys() if old.get(k, "<absent>") != new.get(k, "<absent>"))
-        if differing and not force:
-            lines = "\n".join(f"  {k}: {old.get(k, '<absent>')!r} -> {new.get(k, '<absent>')!r}" for k in differing)
-            raise ValueError(
-                f"{run_dir} holds a run started with a different config; differing keys:\n{lines}\n"
-                f"Use a new --workdir, or pass --force to resume this run with the new config.")
-    if is_writer():
+    if previous is None:
+        return
+    old, new = flatten(previous), flatten(config_to_dict(config))
+    differing = sorted(k for k in old.keys() | new.keys() if old.get(k, "<absent>") != new.get(k, "<absent>"))
+    if not differing:
+        return
+    lines = "\n".join(f"  {k}: {old.get(k, '<absent>')!r} -> {new.get(k, '<absent>')!r}" for k in differing)
+    what, then = (("a finished run", "redo it under the new config from its newest checkpoint") if finished
+                  else ("a run", "resume this run under the new config"))
+    raise ValueError(f"{run_dir} holds {what} started with a different config; differing keys:\n{lines}\n"
+                     f"Use a new --workdir, or pass --force to {then} (the previous config and results are "
+                     f"kept in {HISTORY}/).")
+
+
+def claim(run_dir: str, config: ml_collections.ConfigDict, *, force: bool) -> str | None:
+    """Records the config in config.json, or checks that the run there was started with the same one.
+
+    With `force`, a different or damaged config.json is replaced, and a finished run is redone: what
+    described the run before is kept in history/ first (`keep_history`). Returns that history
+    directory, or None when nothing was kept.
+    """
+    replaced = False
+    try:
+        check_config(run_dir, config)
+    except ValueError:  # another config, or a damaged config.json (DamagedFileError)
+        if not force:
+            raise
+        replaced = True
+    if not is_writer():
+        return None
+    kept = keep_history(run_dir) if force and (replaced or exists(run_dir, RESULTS)) else None
+    if replaced or not exists(run_dir, CONFIG):
         os.makedirs(run_dir, exist_ok=True)
-        write_json(run_dir, CONFIG, current)
+        write_json(run_dir, CONFIG, config_to_dict(config))
+    return kept
+
+
+def keep_history(run_dir: str) -> str | None:
+    """Keeps what describes the run as it is in history/<UTC time>/: a copy of config.json, and
+    results.json, eval.json and fewshot.json moved there (the run they describe is being redone).
+    Returns that directory; None when the run has none of these files."""
+    present = [name for name in (CONFIG, RESULTS, EVAL, FEWSHOT) if exists(run_dir, name)]
+    if not present:
+        return None
+    target = _new_history_dir(run_dir)
+    for name in present:  # config.json first: it must stay in place until the new one replaces it
+        move = shutil.copy2 if name == CONFIG else os.replace
+        move(file_path(run_dir, name), os.path.join(target, name))
+    return target
+
+
+def _new_history_dir(run_dir: str) -> str:
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for attempt in itertools.count():
+        target = os.path.join(file_path(run_dir, HISTORY), stamp + (f"-{attempt}" if attempt else ""))
+        try:
+            os.makedirs(target)
+            return target
+        except FileExistsError:  # a second --force within the same second
+            continue
 
 
 def read_metrics(run_dir: str) -> list[dict]:
@@ -215,8 +342,31 @@ def read_metrics(run_dir: str) -> list[dict]:
     return rows
 
 
+def keep_metrics(run_dir: str, keep: Callable[[dict], bool]) -> int:
+    """Rewrites metrics.jsonl with only the rows `keep` accepts, whole or not at all, on process 0;
+    returns how many rows were dropped. A line cut short by a kill goes too, so the next row appended
+    starts a line of its own."""
+    path = file_path(run_dir, METRICS)
+    if not is_writer() or not os.path.exists(path):
+        return 0
+    rows = read_metrics(run_dir)
+    kept = [row for row in rows if keep(row)]
+    text = "".join(json.dumps(row) + "\n" for row in kept)
+    with open(path) as f:
+        unchanged = f.read() == text
+    if not unchanged:
+        replace_file(path, text)
+    return len(rows) - len(kept)
+
+
 class MetricsLog:
-    """Appends one JSON object per line to metrics.jsonl and mirrors scalars to TensorBoard."""
+    """Appends one JSON object per line to metrics.jsonl and mirrors scalars to TensorBoard.
+
+    A resumed run first drops the rows it will write again (`keep_metrics`, called by the trainer),
+    so metrics.jsonl holds each step once. TensorBoard's events files are not rewritten: each attempt
+    writes its own, and the steps an interrupted attempt logged after its last checkpoint appear
+    there twice (TensorBoard plots both); metrics.jsonl is the record.
+    """
 
     def __init__(self, run_dir: str):
         from clu import metric_writers  # imported here: pulls in TensorFlow's summary ops
@@ -233,6 +383,85 @@ class MetricsLog:
     def close(self) -> None:
         self._writer.flush()
         self._writer.close()
+
+
+# --- One trainer per run --------------------------------------------------------------------------
+
+class WorkdirInUse(RuntimeError):
+    """Another trainer holds the run directory's lock; the message names the directory and the holder."""
+
+
+class Lock:
+    """The lock `lock` took on a run directory; held until `release` or the end of the process."""
+
+    def __init__(self, path: str, fd: int | None):
+        self.path = path
+        self._fd = fd  # None: the filesystem cannot lock, and the run goes on unlocked (`lock` warned)
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        os.ftruncate(self._fd, 0)  # the holder's name goes with the lock
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        os.close(self._fd)
+        self._fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.release()
+
+
+def lock(run_dir: str) -> Lock:
+    """Locks `run_dir` (creating it) for this process, or raises WorkdirInUse naming the holder.
+
+    The lock is fcntl.flock on the run's train.lock, which then names its holder (pid, host, since
+    when). The kernel drops it when the holding process ends, however it ends (SIGKILL, a crash, a
+    reboot; on NFS, a dead host's locks once the server's lease on it runs out): nothing stale is
+    left to clean up. The file stays; what it says counts only while it is locked. Two opens of the
+    file exclude each other even within one process.
+
+    A multi-process run locks from process 0 alone (the trainer's `_lock`), which tells the others
+    whether it could. All processes of a run share one workdir: one lock file taken by each would
+    exclude the run's own processes, and per-process files (train.<i>.lock) would catch a second run
+    only where its process numbering overlaps the first's, whereas every run has a process 0. On NFS
+    (v4, or v3 with lockd) Linux carries out flock as an NFS lock every client sees, so a second run
+    is refused whichever host its process 0 is on; filesystems that keep locks on one host (gcsfuse,
+    NFS mounted with -o nolock) refuse it only when its process 0 shares the first one's host, as when
+    the same command is started again. Where the filesystem cannot lock at all, this warns and returns
+    a Lock that holds nothing.
+    """
+    os.makedirs(run_dir, exist_ok=True)
+    path = file_path(run_dir, LOCK)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _holder(fd)
+        os.close(fd)
+        raise WorkdirInUse(f"{os.path.abspath(run_dir)} is in use by another vitjax train ({holder}); one "
+                           f"trainer works on a workdir at a time. Wait for it to finish, stop it (SIGTERM, "
+                           f"e.g. `kill PID` on its host, saves a checkpoint), or pass another --workdir") from None
+    except OSError as error:  # ENOLCK, EOPNOTSUPP: a filesystem without locks
+        os.close(fd)
+        print(f"WARNING: cannot lock {path} ({error}); nothing stops a second trainer on this workdir",
+              flush=True)
+        return Lock(path, None)
+    holder = {"pid": os.getpid(), "host": socket.gethostname(),
+              "since": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps(holder).encode(), 0)
+    return Lock(path, fd)
+
+
+def _holder(fd: int) -> str:
+    """The holder a locked train.lock names, in words."""
+    try:
+        holder = json.loads(os.pread(fd, 4096, 0))
+        return f"pid {holder['pid']} on host {holder['host']}, since {holder['since']}"
+    except (ValueError, KeyError, TypeError, OSError):
+        return "its pid is not written yet"
 
 
 def read_checkpoint_params(path: str) -> dict:

@@ -1,9 +1,10 @@
 """End to end: `vitjax sweep` on three tiny synthetic runs plus one that fails, then `vitjax plot`.
 
 One sweep (module fixture) trains vit_n128_p4, vit_n512_p4 and vit_n512_p8 (two data sizes, two patch
-sizes: every figure has something to draw) and vit_nan, whose NaN learning rate only fails inside the
-run (non-finite loss, nan_policy='stop'). 4 training and 3 few-shot subprocesses, two at a time.
-Two more sweeps of one long run are stopped, one by SIGTERM and one by a terminal's Ctrl-C.
+sizes: every figure has something to draw) and vit_nan, whose huge unclipped learning rate only fails
+inside the run (non-finite loss, nan_policy='stop'; a NaN learning rate is refused at start-up).
+4 training and 3 few-shot subprocesses, two at a time. Two more sweeps of one long run are stopped,
+one by SIGTERM and one by a terminal's Ctrl-C.
 """
 import csv
 import json
@@ -30,7 +31,7 @@ def get_runs(arg=None):
             ("vit_n512_p4", TINY, {{**budget, "data.train_size": 512}}),
             ("vit_n512_p8", TINY, {{**budget, "data.train_size": 512, "model.patch_size": 8}})]
     if arg == "with_failure":
-        runs.append(("vit_nan", TINY, {{**budget, "lr": float("nan")}}))
+        runs.append(("vit_nan", TINY, {{**budget, "lr": 1e30, "grad_clip_norm": 0.0}}))
     return runs
 '''
 
@@ -72,7 +73,7 @@ def test_good_runs_finish_and_the_failing_one_is_recorded(swept):
     failed = rows["vit_nan"]
     assert failed["status"] == "failed" and "non-finite loss" in failed["error"]
     record = json.loads((out / "vit_nan" / "failed.json").read_text())
-    assert record["stage"] == "train" and record["returncode"] == 1 and "--config.lr=nan" in record["command"]
+    assert record["stage"] == "train" and record["returncode"] == 1 and "--config.lr=1e+30" in record["command"]
     assert "non-finite loss" in record["traceback"]
     assert "1 of 4 runs did not finish: vit_nan (failed)" in run.stdout
 

@@ -109,3 +109,59 @@ def test_bad_values_are_rejected_before_training(tmp_path, key, value, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         trainer.train(config, str(tmp_path / "w"))
     assert not rundir.exists(tmp_path / "w", rundir.METRICS)
+
+
+def _copy_of(trained, tmp_path):
+    source, _ = trained
+    workdir = str(tmp_path / "copy")
+    shutil.copytree(source, workdir)
+    return workdir
+
+
+def _final_evaluations(workdir):
+    return [r["step"] for r in rundir.read_metrics(workdir) if "test_accuracy" in r]
+
+
+def test_resumed_run_logs_each_step_once(trained, tmp_path):
+    # As a SIGKILL at step 30 leaves it: steps 21..30 logged, step 30's checkpoint never written.
+    workdir = _copy_of(trained, tmp_path)
+    os.remove(rundir.file_path(workdir, rundir.RESULTS))
+    shutil.rmtree(rundir.step_dir(rundir.checkpoint_dir(workdir), 30))
+    trainer.train(tiny_config.get_config(), workdir)
+    assert [s for s, _ in _losses(workdir)] == [5, 10, 15, 20, 25, 30]
+    assert _final_evaluations(workdir) == [30]
+
+
+def test_finished_run_with_another_config_is_refused(trained):
+    workdir, results = trained
+    config = tiny_config.get_config()
+    config.lr = 0.5
+    config.model.width = 64
+    with pytest.raises(ValueError, match=r"holds a finished run started with a different config; differing keys:\n"
+                                         r"  lr: 0.003 -> 0.5\n  model.width: 32 -> 64\n.*--force"):
+        trainer.train(config, workdir)
+    assert rundir.read_results(workdir) == results
+
+
+def test_force_redoes_a_finished_run_and_keeps_its_history(trained, tmp_path, capsys):
+    workdir = _copy_of(trained, tmp_path)
+    config = tiny_config.get_config()
+    config.log_every_steps = 10
+    trainer.train(config, workdir, force=True)
+    kept = re.search(r"kept the previous config.json, results.json in (\S+)", capsys.readouterr().out).group(1)
+    assert os.path.dirname(kept) == rundir.file_path(workdir, rundir.HISTORY)
+    assert rundir.read_json(kept, rundir.CONFIG)["log_every_steps"] == 5
+    assert rundir.read_json(kept, rundir.RESULTS) == trained[1]
+    assert rundir.load_config(workdir).log_every_steps == 10
+    assert rundir.read_results(workdir)["steps"] == 30
+    assert _final_evaluations(workdir) == [30]  # the redone final evaluation replaces the first
+
+
+def test_a_workdir_in_use_is_refused_before_anything_is_written(tmp_path):
+    """A second `vitjax train` on a workdir another trainer holds (this test process) fails at once."""
+    workdir = tmp_path / "w"
+    with rundir.lock(str(workdir)):
+        run = _cli("train", "--config", TINY, "--workdir", str(workdir))
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert f"{workdir} is in use by another vitjax train (pid {os.getpid()} on host" in run.stderr
+    assert os.listdir(workdir) == [rundir.LOCK]

@@ -1,4 +1,6 @@
 """Top-1 accuracy and mean loss over a whole split, exactly once per example."""
+import math
+
 import jax
 import jax.numpy as jnp
 import optax
@@ -24,14 +26,15 @@ class Evaluator:
     """Compiled once; called with parameters, returns {'accuracy', 'loss'} on `split`.
 
     The last batch is padded with masked rows, so every example counts once whatever the batch size.
+    `batch_size` is rounded up to a multiple of the devices and processes a batch is split over (500
+    on 8 devices: 504), so any eval_batch_size works on any mesh.
     """
 
     def __init__(self, model, data_config, *, batch_size: int, mesh, params_sharding, split: str | None = None,
                  compiler_options: dict | None = None):
-        parallel.check_batch_size(batch_size, mesh)
         self._data_config = data_config
         self._split = split or data_config.test_split
-        self._batch_size = batch_size
+        self._batch_size = _padded(batch_size, math.lcm(parallel.data_parallel_size(mesh), jax.process_count()))
         self._batch_sharding = parallel.batch_sharding(mesh)
         self._step = jax.jit(make_eval_step(model), in_shardings=(params_sharding, self._batch_sharding),
                              out_shardings=parallel.replicated(mesh), compiler_options=compiler_options or None)
@@ -47,3 +50,7 @@ class Evaluator:
         if count == 0:
             raise ValueError(f"split {self._split!r} of {self._data_config.name} is empty; nothing to evaluate")
         return {"accuracy": float(totals["correct"]) / count, "loss": float(totals["loss"]) / count}
+
+
+def _padded(batch_size: int, multiple: int) -> int:
+    return -(-batch_size // multiple) * multiple

@@ -2,7 +2,7 @@
 
 Read top to bottom: set up, build, restore or initialise, compile, loop (step, log, evaluate,
 checkpoint), finish. Re-running on the same workdir resumes from the newest good checkpoint; a run
-whose results.json exists is finished and only reports.
+whose results.json exists is finished and only reports. One trainer works on a workdir at a time.
 """
 import dataclasses
 import math
@@ -18,7 +18,7 @@ from jax.experimental import multihost_utils
 
 from vitjax import data, models, parallel, rundir
 from vitjax.evaluate import classification
-from vitjax.train import checkpoint, flops, optimizer, step as steps
+from vitjax.train import checkpoint, flops, optimizer, step as steps, validate
 from vitjax.train.init_from import load_pretrained
 from vitjax.train.preemption import Preempted
 
@@ -40,7 +40,9 @@ class Plan:
 
 
 def plan(config) -> Plan:
-    """Validates the config against the data and devices; raises ValueError naming the fix."""
+    """Validates the config (validate.py), then against the data and devices; raises ValueError naming
+    the fix. Writes nothing."""
+    validate.config(config)
     info = data.get_info(config.data)
     total = optimizer.steps_of(config, "total", num_train_examples=info.num_train,
                                batch_size=config.batch_size, required=True)
@@ -51,8 +53,6 @@ def plan(config) -> Plan:
     if warmup > total:
         raise ValueError(f"warmup ({warmup} steps) is longer than training ({total} steps); shorten the "
                          f"warmup or train longer")
-    if config.nan_policy not in ("stop", "skip"):
-        raise ValueError(f"nan_policy must be 'stop' or 'skip', got {config.nan_policy!r}")
     if config.batch_size % config.grad_accum_steps:
         raise ValueError(f"batch_size {config.batch_size} is not divisible by grad_accum_steps "
                          f"{config.grad_accum_steps}")
@@ -145,16 +145,29 @@ def train_step_flops(config, p: Plan, compiled, dropout_key) -> float:
 def train(config, workdir: str, *, force: bool = False) -> dict:
     """Trains `config` in `workdir` and returns its results (also written to results.json).
 
-    Resumes from the workdir's newest good checkpoint; a finished workdir only reports its results
-    unless `force`. Raises Preempted after a SIGTERM checkpoint, NonFiniteLoss under nan_policy='stop'.
+    Resumes from the workdir's newest good checkpoint. A finished workdir only reports its results,
+    unless `force` redoes it; a finished run of another config is refused like an unfinished one.
+    Nothing is written before the config and workdir pass their checks. Raises Preempted after a
+    SIGTERM checkpoint, NonFiniteLoss under nan_policy='stop', rundir.WorkdirInUse while another
+    trainer works on `workdir`.
     """
-    _check_local(workdir)
-    finished = rundir.read_results(workdir)
-    if finished is not None and not force:
+    validate.workdir(workdir)
+    finished = _finished_results(workdir, config, force)
+    if finished is not None:
         print(f"{workdir} is finished: {_summary(finished)}", flush=True)
         return finished
 
     p = plan(config)
+    held = _lock(workdir)
+    try:
+        return _train_locked(config, workdir, p, force)
+    finally:
+        if held is not None:
+            held.release()
+
+
+def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
+    """`train` once the workdir is this trainer's: claim it, restore or initialise, loop, finish."""
     _claim(workdir, config, force)
     start_time = time.time()
     init_key, dropout_key = jax.random.split(jax.random.key(config.seed))
@@ -167,7 +180,7 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
         evaluator = classification.Evaluator(p.model, config.data, batch_size=config.eval_batch_size,
                                              mesh=p.mesh, params_sharding=spec.shardings.params,
                                              compiler_options=p.compiler_options)
-        log = rundir.MetricsLog(workdir)
+        log = _metrics_log(workdir, int(state.step), p.total_steps)
         batches = _train_batches(config, int(state.step), batch_sharding)
         stop = _SigtermFlag()
         try:
@@ -187,13 +200,31 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
     return results
 
 
-def _check_local(workdir: str) -> None:
-    if "://" in workdir:
-        # The workdir is written with local file APIs (rundir.py): a gs:// path would become a local
-        # directory named 'gs:' on each host, and a pod's checkpoint shards would never meet.
-        raise ValueError(f"workdir {workdir!r} is a URL, but the workdir is written with local file APIs; "
-                         f"mount the bucket (gcsfuse) or use a shared filesystem (NFS, Filestore) and pass "
-                         f"its local path, the same on every host")
+def _finished_results(workdir: str, config, force: bool) -> dict | None:
+    """results.json of a finished run of this same config, which is then only reported; None when the
+    run is not finished or `force` redoes it. Raises ValueError naming the keys of another config."""
+    finished = rundir.read_results(workdir)
+    if finished is None or force:
+        return None
+    rundir.check_config(workdir, config, finished=True)
+    return finished
+
+
+def _lock(workdir: str) -> rundir.Lock | None:
+    """Process 0 locks the workdir for the whole run (rundir.lock says why process 0 alone). When it
+    cannot, every process raises WorkdirInUse, instead of the others waiting for it at a barrier."""
+    held, refusal = None, None
+    if rundir.is_writer():
+        try:
+            held = rundir.lock(workdir)
+        except rundir.WorkdirInUse as error:
+            refusal = error
+    if jax.process_count() > 1 and int(multihost_utils.broadcast_one_to_all(jnp.int32(refusal is not None))):
+        refusal = refusal or rundir.WorkdirInUse(f"{workdir} is in use by another vitjax train (process 0's "
+                                                 f"error names it)")
+    if refusal is not None:
+        raise refusal
+    return held
 
 
 def _restore_or_initialise(config, p: Plan, spec: StateSpec, ckpt, init_key):
@@ -222,6 +253,19 @@ def _compile_and_describe(config, p: Plan, spec: StateSpec, dropout_key):
           f"{parallel.describe(p.mesh, p.rules)}; train state "
           f"{parallel.bytes_per_device(spec.abstract)['per_device'] / 2**20:,.1f} MiB per device", flush=True)
     return compiled, batch_sharding, flops_per_step
+
+
+def _metrics_log(workdir: str, resumed_at: int, total_steps: int) -> rundir.MetricsLog:
+    """The run's MetricsLog, once metrics.jsonl has dropped the rows this attempt writes again: those
+    past the step it resumes from (an interrupted attempt logged them after its last checkpoint) and
+    the final evaluation's (logged after the loop, so again by an attempt resuming at the last step).
+    """
+    def written_again(row):
+        step = row.get("step", 0)
+        return step > resumed_at or (step == total_steps and "test_accuracy" in row)
+
+    rundir.keep_metrics(workdir, lambda row: not written_again(row))
+    return rundir.MetricsLog(workdir)
 
 
 def _train_batches(config, first_step: int, batch_sharding):
@@ -350,11 +394,13 @@ class _SigtermFlag:
 
 
 def _claim(workdir, config, force):
-    """rundir.claim on every process, process 0 first: the others then read a complete config.json."""
-    if jax.process_count() == 1:
-        return rundir.claim(workdir, config, force=force)
+    """rundir.claim on every process, process 0 first: the others then read a complete config.json.
+    Says which files of the previous run `force` kept in history/, and where."""
     if rundir.is_writer():
-        rundir.claim(workdir, config, force=force)
-    multihost_utils.sync_global_devices("vitjax: config.json written")
-    if not rundir.is_writer():
-        rundir.claim(workdir, config, force=force)
+        kept = rundir.claim(workdir, config, force=force)
+        if kept:
+            print(f"kept the previous {', '.join(sorted(os.listdir(kept)))} in {kept}", flush=True)
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices("vitjax: config.json written")
+        if not rundir.is_writer():
+            rundir.claim(workdir, config, force=force)

@@ -1,0 +1,93 @@
+"""Config values and workdirs no run can use are refused by name, with the fix, before anything is written."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from vitjax.train import trainer, validate
+from tests.train import tiny_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
+
+
+def _set(config, key, value):
+    section, _, field = key.rpartition(".")
+    (config[section] if section else config)[field] = value
+    return config
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("batch_size", 0, "batch_size=0: use at least 1 example per step"),
+    ("eval_batch_size", 0, "eval_batch_size=0: use at least 1 example per evaluation batch"),
+    ("grad_accum_steps", 0, "grad_accum_steps=0: use 1 for no accumulation"),
+    ("log_every_steps", 0, "log_every_steps=0: log every N >= 1 steps"),
+    ("checkpoint_every_steps", 0, "checkpoint_every_steps=0: save every N >= 1 steps"),
+    ("eval_every_steps", -1, "eval_every_steps=-1: use 0 to evaluate at the end only"),
+    ("keep_checkpoints", 0, "keep_checkpoints=0: keep at least 1 checkpoint (the newest is needed to resume)"),
+    ("keep_checkpoints", -1, "keep_checkpoints=-1: keep at least 1 checkpoint"),
+    ("lr", -1.0, "lr=-1.0: use a learning rate > 0"),
+    ("lr", 0.0, "lr=0.0: use a learning rate > 0"),
+    ("end_lr", -1e-5, "end_lr=-1e-05: use an end learning rate >= 0"),
+    ("weight_decay", -1e-4, "weight_decay=-0.0001: use 0 for no weight decay"),
+    ("grad_clip_norm", -1.0, "grad_clip_norm=-1.0: use 0 for no clipping"),
+    ("label_smoothing", 1.0, "label_smoothing=1.0: use a value in [0, 1)"),
+    ("warmup_steps", -5, "warmup_steps must be >= 0"),
+    ("schedule", "cosin", "schedule='cosin': choose 'cosine', 'linear' or 'constant'"),
+    ("optimizer.name", "adamm", "optimizer.name='adamm': choose 'adam', 'adamw' or 'sgd'"),
+    ("optimizer.b2", 1.5, "optimizer.b2=1.5: use a decay rate in [0, 1)"),
+    ("dtype", "float8", "dtype='float8': choose 'float32', 'bfloat16' or 'float16'"),
+    ("nan_policy", "ignore", "nan_policy='ignore': nan_policy must be 'stop' or 'skip'"),
+    ("data.mixup_alpha", -0.2, "mixup_alpha must be >= 0"),
+])
+def test_a_bad_value_is_refused_before_the_workdir_is_written(tmp_path, key, value, message):
+    workdir = tmp_path / "w"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        trainer.train(_set(tiny_config.get_config(), key, value), str(workdir))
+    assert not workdir.exists()
+
+
+def test_every_bad_value_is_named_at_once():
+    config = _set(_set(tiny_config.get_config(), "batch_size", 0), "lr", 0.0)
+    with pytest.raises(ValueError, match=r"config values no run can use:\n  batch_size=0: .*\n  lr=0.0: "):
+        validate.config(config)
+
+
+def test_a_workdir_that_is_a_file_is_refused(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("not a run")
+    with pytest.raises(ValueError, match=re.escape(f"workdir {str(path)!r} is a file; pass a directory")):
+        trainer.train(tiny_config.get_config(), str(path))
+    with pytest.raises(ValueError, match=re.escape(f"lies below {str(path)!r}, a file")):
+        trainer.train(tiny_config.get_config(), str(path / "run"))
+    assert path.read_text() == "not a run"
+
+
+def test_cli_refuses_a_bad_value_without_a_traceback(tmp_path):
+    """The CPU runtime choices divide by grad_accum_steps before the trainer starts: checked before them."""
+    run = subprocess.run([sys.executable, "-m", "vitjax", "train", "--config", TINY, "--workdir",
+                          str(tmp_path / "w"), "--config.grad_accum_steps=0"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert run.returncode != 0
+    assert "grad_accum_steps=0: use 1 for no accumulation" in run.stderr and "Traceback" not in run.stderr
+    assert not (tmp_path / "w").exists()
+
+
+def test_every_accepted_name_builds():
+    """validate.py lists the names without importing optimizer.py (JAX): both must agree."""
+    import jax.numpy as jnp
+
+    from vitjax import models
+    from vitjax.train import optimizer
+
+    config = tiny_config.get_config()
+    for name in validate.SCHEDULES:
+        config.schedule = name
+        optimizer.learning_rate_schedule(config, total_steps=10, warmup_steps=2)
+    for name in validate.OPTIMIZERS:
+        config.optimizer.name = name
+        optimizer.make_optimizer(config, optimizer.learning_rate_schedule(config, 10, 2))
+    for name in validate.DTYPES:
+        assert models.build("vit", 4, dtype=name, **config.model).dtype == jnp.dtype(name)

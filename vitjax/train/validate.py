@@ -1,0 +1,106 @@
+"""Every value of a training config, and the workdir, checked before the trainer writes anything.
+
+`config(c)` raises one ValueError naming each bad value and what to use instead, e.g.
+"keep_checkpoints=0: keep at least 1 checkpoint (the newest is needed to resume)". `vitjax train`
+calls it before any device starts, and trainer.plan first of all, so a run refused here leaves no
+config.json behind and the corrected command needs no --force. What depends on the data or the
+devices (durations in epochs, warmup against training, batches against the mesh, the model's shapes)
+plan checks next; data.* values are vitjax/data's (`data.get_info`, which plan calls).
+"""
+import os
+
+# The names optimizer.py and the trainer act on (tests/train/test_validate.py checks that each builds).
+# Here rather than imported from optimizer.py: `vitjax train` validates before JAX is imported.
+SCHEDULES = ("cosine", "linear", "constant")  # the decay after the warmup
+OPTIMIZERS = ("adam", "adamw", "sgd")
+NAN_POLICIES = ("stop", "skip")
+DTYPES = ("float32", "bfloat16", "float16")  # compute dtypes; parameters stay float32
+
+
+def _choice(names) -> str:
+    return "choose " + ", ".join(repr(name) for name in names[:-1]) + f" or {names[-1]!r}"
+
+
+def _at_least(low):
+    return lambda value: value >= low
+
+
+def _fraction(value) -> bool:
+    return 0 <= value < 1
+
+
+# (key, test the value passes, what to use instead). A value of the wrong type fails its test.
+_RULES = (
+    ("batch_size", _at_least(1), "use at least 1 example per step, e.g. 128"),
+    ("eval_batch_size", _at_least(1), "use at least 1 example per evaluation batch, e.g. 500"),
+    ("grad_accum_steps", _at_least(1), "use 1 for no accumulation, or the number of micro-batches per step"),
+    ("log_every_steps", _at_least(1), "log every N >= 1 steps, e.g. 50 (the last step is always logged)"),
+    ("checkpoint_every_steps", _at_least(1), "save every N >= 1 steps, e.g. 500 (the last step is always saved)"),
+    ("eval_every_steps", _at_least(0), "use 0 to evaluate at the end only, or N >= 1 to evaluate every N steps"),
+    ("keep_checkpoints", _at_least(1), "keep at least 1 checkpoint (the newest is needed to resume)"),
+    ("lr", lambda lr: lr > 0, "use a learning rate > 0, e.g. 1e-3 (0 trains nothing, < 0 climbs the loss)"),
+    ("end_lr", _at_least(0), "use an end learning rate >= 0 (0: decay to zero)"),
+    ("weight_decay", _at_least(0), "use 0 for no weight decay, or a rate > 0 such as 1e-4"),
+    ("grad_clip_norm", _at_least(0), "use 0 for no clipping, or a norm > 0 such as 1.0"),
+    ("label_smoothing", _fraction, "use a value in [0, 1), e.g. 0.1 (0: no smoothing)"),
+    ("seed", _at_least(0), "use a seed >= 0"),
+    ("schedule", lambda name: name in SCHEDULES, _choice(SCHEDULES)),
+    ("optimizer.name", lambda name: name in OPTIMIZERS, _choice(OPTIMIZERS)),
+    ("optimizer.b1", _fraction, "use a decay rate in [0, 1), e.g. 0.9"),
+    ("optimizer.b2", _fraction, "use a decay rate in [0, 1), e.g. 0.999"),
+    ("optimizer.eps", lambda eps: eps > 0, "use an epsilon > 0, e.g. 1e-8"),
+    ("optimizer.momentum", _fraction, "use a momentum in [0, 1), e.g. 0.9 (0: none)"),
+    ("dtype", lambda name: name in DTYPES, _choice(DTYPES) + " (bfloat16 on accelerators)"),
+    ("nan_policy", lambda name: name in NAN_POLICIES,
+     "nan_policy must be 'stop' or 'skip' ('stop' raises at the first non-finite loss, 'skip' drops such updates)"),
+)
+
+
+_ABSENT = object()
+
+
+def _get(c, dotted: str):
+    for part in dotted.split("."):
+        if part not in c:
+            return _ABSENT  # a partial config (tests, tools): what it lacks the trainer does not use
+        c = c[part]
+    return c
+
+
+def config(c) -> None:
+    """Raises ValueError naming every value of `c` that no run can use, each with its fix."""
+    problems = []
+    for key, accepts, fix in _RULES:
+        value = _get(c, key)
+        if value is _ABSENT:
+            continue
+        try:
+            good = bool(accepts(value))
+        except TypeError:  # None, or text where a number belongs
+            good = False
+        if not good:
+            problems.append(f"{key}={value!r}: {fix}")
+    if len(problems) == 1:
+        raise ValueError(problems[0])
+    if problems:
+        raise ValueError("config values no run can use:\n  " + "\n  ".join(problems))
+
+
+def workdir(path: str) -> None:
+    """Refuses a workdir no run can live in: a URL, an existing file, a path below a file, or one this
+    user cannot write."""
+    if "://" in path:
+        # The workdir is written with local file APIs (rundir.py): a gs:// path would become a local
+        # directory named 'gs:' on each host, and a pod's checkpoint shards would never meet.
+        raise ValueError(f"workdir {path!r} is a URL, but the workdir is written with local file APIs; "
+                         f"mount the bucket (gcsfuse) or use a shared filesystem (NFS, Filestore) and pass "
+                         f"its local path, the same on every host")
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        where = "is a file" if existing == os.path.abspath(path) else f"lies below {existing!r}, a file"
+        raise ValueError(f"workdir {path!r} {where}; pass a directory (a new one, or a run's workdir)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"workdir {path!r}: this user cannot write in {existing!r}; pass a directory you can "
+                         f"write, or change its permissions")
