@@ -161,7 +161,8 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
     spec = state_spec(config, p)
 
     with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
-        ckpt = checkpoint.Checkpointer(rundir.checkpoint_dir(workdir), max_to_keep=config.keep_checkpoints)
+        ckpt = checkpoint.Checkpointer(rundir.checkpoint_dir(workdir), max_to_keep=config.keep_checkpoints,
+                                       config=rundir.config_to_dict(config))
         state, elapsed_before = _restore_or_initialise(config, p, spec, ckpt, init_key)
         compiled, batch_sharding, flops_per_step = _compile_and_describe(config, p, spec, dropout_key)
         evaluator = classification.Evaluator(p.model, config.data, batch_size=config.eval_batch_size,
