@@ -90,6 +90,21 @@ def test_eval_after_a_code_change_names_the_leaves_and_moves_nothing(finished, m
     assert not rundir.exists(finished, rundir.CORRUPT_CHECKPOINTS)
 
 
+# --- Item 4: no checkpoint of a non-finite state -------------------------------------------------------
+
+def test_a_state_holding_a_nan_is_not_saved(tmp_path):
+    ckpt = checkpoint.Checkpointer(str(tmp_path / "checkpoints"), async_save=False)
+    ckpt.save(1, {"params": {"w": np.ones(3, np.float32)}}, {})
+    with pytest.raises(checkpoint.NonFiniteStateError,
+                       match=r"step 2 holds non-finite values in params/w; .* Last good checkpoint: step 1"):
+        ckpt.save(2, {"params": {"w": np.array([1.0, np.inf, 0.0], np.float32)}}, {})
+    # The trainer stops on it whatever nan_policy says: an update that overflowed cannot be skipped now.
+    with pytest.raises(trainer.NonFiniteLoss, match="non-finite values in params/w"):
+        trainer._save(ckpt, 2, {"params": {"w": np.full(3, np.nan, np.float32)}}, {})
+    ckpt.close()
+    assert rundir.checkpoint_steps(str(tmp_path / "checkpoints")) == [1]
+
+
 # --- Item 5: readers change nothing ---------------------------------------------------------------------
 
 def test_eval_leaves_a_live_runs_save_in_progress_alone(finished):

@@ -1,9 +1,10 @@
 """Preemption-safe checkpoints: orbax CheckpointManager, verified on every restore.
 
-Each save records a checksum of every array and the config it was saved with. A restore first
-compares the step's saved layout (leaves, shapes, dtypes; orbax's metadata, read before any array)
-with the state it restores into: a difference is a changed config or changed code, raised as
-CheckpointMismatchError naming the leaves and the config keys that changed, and nothing is moved. Only a step that cannot be read or fails its checksums is
+Each save records a checksum of every array and the config it was saved with, and refuses a state
+holding a NaN or an infinity. A restore first compares the step's saved layout (leaves, shapes,
+dtypes; orbax's metadata, read before any array) with the state it restores into: a difference is a
+changed config or changed code, raised as CheckpointMismatchError naming the leaves and the config
+keys that changed, and nothing is moved. Only a step that cannot be read or fails its checksums is
 corrupt (vitjax/checkpoint_integrity.py): the trainer moves it aside (never deletes it) and tries the
 previous one; when none is left it raises rather than start again from step 0. A reader (`vitjax
 eval`) opens the directory read-only: orbax neither creates, cleans nor deletes anything, and a
@@ -31,6 +32,10 @@ log = logging.getLogger(__name__)
 
 class CheckpointMismatchError(ValueError):
     """An intact checkpoint saved with other leaves, shapes or dtypes than the state restored into."""
+
+
+class NonFiniteStateError(FloatingPointError):
+    """A save of a train state holding a NaN or an infinity, refused."""
 
 
 # How each process's attempt at a step ended; the processes agree on the worst (the largest).
@@ -72,10 +77,18 @@ class Checkpointer:
         return sorted(self._manager.all_steps())
 
     def save(self, step: int, state, meta: dict) -> None:
-        """Saves `state` as `step` (asynchronously unless async_save=False)."""
+        """Saves `state` as `step` (asynchronously unless async_save=False); raises NonFiniteStateError,
+        writing nothing, when it holds a NaN or an infinity."""
         if self._read_only:
             raise ValueError(f"{self.directory} was opened read-only; only the trainer saves checkpoints")
-        sums, _ = integrity.checksums_and_finite(state)
+        sums, non_finite = integrity.checksums_and_finite(state)
+        if non_finite:
+            earlier = self.steps()
+            raise NonFiniteStateError(
+                f"the train state at step {step} holds non-finite values in {', '.join(non_finite[:5])}"
+                f"{f' and {len(non_finite) - 5} more arrays' if len(non_finite) > 5 else ''}; it was not "
+                f"saved. Last good checkpoint: "
+                f"{f'step {earlier[-1]} in {self.directory}' if earlier else 'none (no checkpoint written yet)'}")
         meta = dict(meta, step=int(step), checksums=sums, saved_at=time.time(), config=self._config)
         self._manager.save(step, args=ocp.args.Composite(
             **{rundir.STATE: ocp.args.StandardSave(state), rundir.META: ocp.args.JsonSave(meta)}), force=True)
