@@ -170,6 +170,11 @@ def _describe(shape_and_dtype) -> str:
     return f"{dtype}{list(shape)}"
 
 
+def error_summary(error: BaseException) -> str:
+    """'Type: message' on one line, cut at 300 characters (tensorstore's messages run to pages)."""
+    return f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+
+
 # --- Reading one step on the host, verified ---------------------------------------------------------
 
 def read_meta(meta_dir: str) -> dict:
@@ -200,6 +205,6 @@ def read_verified(state_dir: str, meta_dir: str, what: str) -> dict:
             restore_args=as_numpy))
         recorded = recorded_checksums(read_meta(meta_dir), lambda: _legacy_saved_order(state_dir))
     except Exception as error:  # orbax and tensorstore raise many types for missing or garbled files
-        raise CorruptCheckpointError(f"{what} cannot be read ({type(error).__name__}: {str(error)[:300]})") from error
+        raise CorruptCheckpointError(f"{what} cannot be read ({error_summary(error)})") from error
     verify(what, recorded, checksums_and_finite(tree)[0])
     return tree

@@ -146,14 +146,14 @@ class Checkpointer:
         try:
             saved = integrity.saved_layout(state_dir)
         except Exception as error:  # orbax raises many types for missing or garbled files
-            return _UNREADABLE, _why(error)
+            return _UNREADABLE, integrity.error_summary(error)
         differences = integrity.layout_differences(saved, integrity.layout_of(abstract_state))
         if differences:
             return _MISMATCH, self._mismatch_message(step, meta_dir, differences)
         try:
             return _READ, (integrity.read_into(state_dir, abstract_state), integrity.read_meta(meta_dir))
         except Exception as error:
-            return _UNREADABLE, _why(error)
+            return _UNREADABLE, integrity.error_summary(error)
 
     def _mismatch_message(self, step: int, meta_dir: str, differences: list[str]) -> str:
         try:
@@ -208,10 +208,6 @@ class Checkpointer:
     def close(self) -> None:
         self._manager.wait_until_finished()
         self._manager.close()
-
-
-def _why(error) -> str:
-    return f"{type(error).__name__}: {str(error)[:300]}"
 
 
 def _agree(outcome: int) -> int:
