@@ -3,6 +3,7 @@
 One tiny run is trained once (steps 5 and 10 saved); each test works on a copy of it.
 """
 import gc
+import json
 import os
 import pathlib
 import shutil
@@ -158,10 +159,27 @@ def test_when_the_only_checkpoint_is_corrupt_training_stops_instead_of_restartin
 
 # --- Item 12: every reader verifies checksums -------------------------------------------------------------
 
-def test_init_from_and_params_readers_verify_checksums(unfinished, capsys):
-    _flip_array_data(unfinished, 10)
+def _change_recorded_checksum(workdir, step, path):
+    """As if the array at `path` had changed where tensorstore cannot tell (an uncompressed chunk):
+    the data reads, and only the checksum recorded at save time disagrees with it."""
+    meta_file = os.path.join(rundir.step_dir(rundir.checkpoint_dir(workdir), step), rundir.META, "metadata")
+    with open(meta_file) as f:
+        meta = json.load(f)
+    meta["checksums"][path] += 1
+    with open(meta_file, "w") as f:
+        json.dump(meta, f)
+
+
+@pytest.mark.parametrize("damage", ["checksum", "flip"])
+def test_init_from_and_params_readers_verify_checksums(unfinished, capsys, damage):
+    if damage == "checksum":
+        _change_recorded_checksum(unfinished, 10, "params/head/kernel")
+    else:
+        _flip_array_data(unfinished, 10)
     step_10 = rundir.step_dir(rundir.checkpoint_dir(unfinished), 10)
-    with pytest.raises(CorruptCheckpointError, match="checkpoint step 10 .*(fails its checksums|cannot be read)"):
+    expected = {"checksum": "fails its checksums in params/head/kernel",
+                "flip": "(fails its checksums|cannot be read)"}[damage]
+    with pytest.raises(CorruptCheckpointError, match=f"checkpoint step 10 .*{expected}"):
         rundir.read_checkpoint_params(step_10)
     model = trainer.plan(_config()).model
     with pytest.raises(CorruptCheckpointError, match="checkpoint step 10"):
