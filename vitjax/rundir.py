@@ -6,7 +6,8 @@
     events.*              TensorBoard summaries (`MetricsLog`, through clu)
     checkpoints/<step>/   orbax checkpoints (vitjax/train/checkpoint.py), the newest `keep_checkpoints`
                           kept; each step holds the items state/ (the train state) and meta/
-    corrupt_checkpoints/  steps that failed to restore, moved aside (`set_aside`), never deleted
+    corrupt_checkpoints/  steps that could not be read or failed their checksums, moved aside by the
+                          trainer (`set_aside`), never deleted
     results.json          final metrics; its presence marks the run as finished
     eval.json             `vitjax eval`'s re-evaluation of a checkpoint
     fewshot.json          the few-shot probe's accuracies (`vitjax eval --fewshot`)
@@ -29,8 +30,8 @@ this file only (paths are local today: os.path). A command that reads a run take
 names it, a workdir, its checkpoints/ directory or one checkpoints/<step> directory, and `locate`
 turns any of them into a `Location`.
 
-This module sits low in the package graph (it imports no other vitjax module), so train, evaluate,
-analysis and sweep can all read runs through it.
+This module sits low in the package graph (it imports only vitjax/checkpoint_integrity.py, which
+imports no vitjax module), so train, evaluate, analysis and sweep can all read runs through it.
 """
 import dataclasses
 import fcntl
@@ -97,11 +98,15 @@ def checkpoint_steps(directory: str) -> list[int]:
                   if name.isdigit() and os.path.isdir(os.path.join(directory, name)))
 
 
+def corrupt_dir(directory: str) -> str:
+    """The corrupt_checkpoints/ directory beside a checkpoints directory."""
+    return os.path.join(os.path.dirname(os.path.abspath(directory)), CORRUPT_CHECKPOINTS)
+
+
 def set_aside(directory: str, step: int) -> str:
     """Moves a corrupt step out of a checkpoints directory to corrupt_checkpoints/<step>-<unix time>
     beside it, where it is kept for inspection; returns the new path."""
-    target = os.path.join(os.path.dirname(os.path.abspath(directory)), CORRUPT_CHECKPOINTS,
-                          f"{step}-{int(time.time())}")
+    target = os.path.join(corrupt_dir(directory), f"{step}-{int(time.time())}")
     os.makedirs(os.path.dirname(target), exist_ok=True)
     source = step_dir(directory, step)
     if os.path.exists(source):
@@ -163,6 +168,13 @@ def flatten(tree: dict, prefix: str = "") -> dict:
         else:
             out[name] = value
     return out
+
+
+def config_changes(old: dict, new: dict) -> list[str]:
+    """'key: old -> new' for each flattened key whose value differs between two config dicts."""
+    old, new = flatten(old), flatten(new)
+    return [f"{key}: {old.get(key, '<absent>')!r} -> {new.get(key, '<absent>')!r}"
+            for key in sorted(old.keys() | new.keys()) if old.get(key, "<absent>") != new.get(key, "<absent>")]
 
 
 def config_to_dict(config: ml_collections.ConfigDict) -> dict:
@@ -467,16 +479,27 @@ def _holder(fd: int) -> str:
 def read_checkpoint_params(path: str) -> dict:
     """The `params` subtree of a checkpoint, as host numpy arrays whatever mesh it was saved on.
 
-    `path` is anything `locate` takes; without a step, the newest finalised one is read. No checksums
-    are checked here (the Checkpointer does that when it restores a whole train state).
+    `path` is anything `locate` takes. Reads only (nothing is cleaned, moved or deleted) and checks
+    the step's checksums: a named step that fails raises CorruptCheckpointError (a ValueError); without
+    a step, the newest step that verifies is read, after a warning for each newer one that does not.
     """
-    import numpy as np
-    import orbax.checkpoint as ocp  # here: slow to import, and most users of this module never read one
+    from vitjax import checkpoint_integrity as integrity  # here: imports jax; most users never read one
 
     location = locate(path)
-    state_dir = os.path.join(step_dir(location.checkpoint_dir, chosen_step(location)), STATE)
-    # Restored as numpy: by default orbax rebuilds the saving run's shardings, and refuses ("topology
-    # mismatch") when this process has other devices, e.g. a run trained on 4 CPU devices.
-    saved = ocp.PyTreeCheckpointer().metadata(state_dir).item_metadata.tree
-    as_numpy = jax.tree.map(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), saved)
-    return ocp.PyTreeCheckpointer().restore(state_dir, restore_args=as_numpy)["params"]
+    steps = [location.step] if location.step is not None else checkpoint_steps(location.checkpoint_dir)[::-1]
+    if not steps:
+        chosen_step(location)  # raises, saying the run has not saved a checkpoint yet
+    for index, step in enumerate(steps):
+        directory = step_dir(location.checkpoint_dir, step)
+        try:
+            return integrity.read_verified(os.path.join(directory, STATE), os.path.join(directory, META),
+                                           f"checkpoint step {step} in {location.checkpoint_dir}")["params"]
+        except integrity.CorruptCheckpointError as error:
+            if location.step is not None:
+                raise
+            later = f"reading step {steps[index + 1]}" if index + 1 < len(steps) else "no earlier checkpoint"
+            print(f"WARNING: {error}; left in place (the trainer sets it aside when it resumes); {later}",
+                  flush=True)
+    raise integrity.CorruptCheckpointError(
+        f"no checkpoint in {location.checkpoint_dir} verifies (steps {', '.join(map(str, steps))}); pass "
+        f"another run or checkpoint")

@@ -134,11 +134,18 @@ def test_corrupt_latest_checkpoint_falls_back_to_the_previous_one(uninterrupted,
     _assert_bitwise_equal(_final_params(workdir), _final_params(uninterrupted))
 
 
-def test_nan_stops_with_the_step_and_last_good_checkpoint(tmp_path):
-    run = _run(tmp_path, "--config.lr=1e30", "--config.grad_clip_norm=0")
+def test_nan_stops_naming_a_checkpoint_from_before_the_first_bad_step_and_none_after_it(tmp_path):
+    # Checkpoints every step, logs (and so reads the metrics at once) every 5th: the save of the first
+    # bad step must wait for the check that reads it one step late.
+    run = _run(tmp_path, "--config.lr=1e30", "--config.grad_clip_norm=0", "--config.log_every_steps=5")
     assert run.returncode != 0
-    assert "non-finite loss or gradient at step" in run.stderr
-    assert "Last good checkpoint: step" in run.stderr
+    bad = int(re.search(r"non-finite loss or gradient at step (\d+)", run.stderr).group(1))
+    good = int(re.search(r"Last good checkpoint: step (\d+)", run.stderr).group(1))
+    saved = rundir.checkpoint_steps(rundir.checkpoint_dir(tmp_path))
+    assert good < bad and saved and max(saved) == good, (bad, good, saved)
+    for step in saved:
+        params = rundir.read_checkpoint_params(rundir.step_dir(rundir.checkpoint_dir(tmp_path), step))
+        assert all(np.isfinite(v).all() for v in _flatten(params).values()), step
 
 
 def test_nan_skip_policy_counts_skipped_updates(tmp_path):

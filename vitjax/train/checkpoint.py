@@ -1,108 +1,206 @@
-"""Preemption-safe checkpoints: orbax CheckpointManager plus a checksum of every array.
+"""Preemption-safe checkpoints: orbax CheckpointManager, verified on every restore.
 
-Orbax writes each step to a temporary directory and renames it when complete, so a run killed
-mid-save leaves only finished steps behind. Bytes can still rot or files go missing afterwards, and
-a flipped bit in an uncompressed chunk would restore silently as a wrong value. Each save therefore
-records a bit-exact checksum of every array (the sum of its raw bits as uint32, wrapping); restore
-recomputes it, and a checkpoint that fails to load or to match is moved aside (never deleted) and
-the previous one is used. Where the steps and the moved-aside ones live is vitjax/rundir.py's.
+Each save records a checksum of every array and the config it was saved with, and refuses a state
+holding a NaN or an infinity. A restore first compares the step's saved layout (leaves, shapes,
+dtypes; orbax's metadata, read before any array) with the state it restores into: a difference is a
+changed config or changed code, raised as CheckpointMismatchError naming the leaves and the config
+keys that changed, and nothing is moved. Only a step that cannot be read or fails its checksums is
+corrupt (vitjax/checkpoint_integrity.py): the trainer moves it aside (never deletes it) and tries the
+previous one; when none is left it raises rather than start again from step 0. A reader (`vitjax
+eval`) opens the directory read-only: orbax neither creates, cleans nor deletes anything, and a
+corrupt step is reported and left in place.
+
+With several processes every decision is taken together: each process reads its shards, the
+processes agree on whether every one of them could, the checksums are computed over the global
+arrays (the same on each), and only process 0 moves a step. Where steps live is vitjax/rundir.py's.
 """
 import logging
 import os
 import time
 
 import jax
-import jax.numpy as jnp
+import numpy as np
 import orbax.checkpoint as ocp
+from jax.experimental import multihost_utils
 
 from vitjax import rundir
+from vitjax import checkpoint_integrity as integrity
+from vitjax.checkpoint_integrity import CorruptCheckpointError
 
 log = logging.getLogger(__name__)
 
 
-def _bits_checksum(x):
-    if x.dtype == jnp.bool_:
-        x = x.astype(jnp.uint8)
-    if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
-        x = jax.random.key_data(x)
-    bits = {1: jnp.uint8, 2: jnp.uint16, 4: jnp.uint32, 8: jnp.uint32}[x.dtype.itemsize]
-    if x.dtype.itemsize == 8:
-        x = x.astype(jnp.float32) if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.int32)
-    raw = jax.lax.bitcast_convert_type(x, bits).astype(jnp.uint32)
-    # Weight each element by its position so swapped values are caught as well as changed ones.
-    position = jnp.arange(raw.size, dtype=jnp.uint32).reshape(raw.shape) * jnp.uint32(2654435761)
-    return jnp.sum(raw * (position | jnp.uint32(1)), dtype=jnp.uint32)
+class CheckpointMismatchError(ValueError):
+    """An intact checkpoint saved with other leaves, shapes or dtypes than the state restored into."""
 
 
-@jax.jit
-def checksums(tree):
-    return jax.tree.map(_bits_checksum, tree)
+class NonFiniteStateError(FloatingPointError):
+    """A save of a train state holding a NaN or an infinity, refused."""
 
 
-def _to_json(tree):
-    return [int(v) for v in jax.tree.leaves(jax.device_get(checksums(tree)))]
-
-
-class CorruptCheckpointError(RuntimeError):
-    pass
+# How each process's attempt at a step ended; the processes agree on the worst (the largest).
+_READ, _UNREADABLE, _MISMATCH = 0, 1, 2
 
 
 class Checkpointer:
-    """Saves and restores (state, meta) pairs under `directory`; meta is a small JSON dict."""
+    """Saves and restores (state, meta) pairs under `directory`; meta is a small JSON dict.
 
-    def __init__(self, directory: str, *, max_to_keep: int = 3, async_save: bool = True):
+    `config` (the run's config as a dict) is recorded with every save and compared with the
+    checkpoint's on a mismatch. `read_only` opens the directory as a reader, see the module docstring.
+    """
+
+    def __init__(self, directory: str, *, max_to_keep: int = 3, async_save: bool = True,
+                 read_only: bool = False, config: dict | None = None):
         self.directory = os.path.abspath(directory)
         self._max_to_keep = max_to_keep
         self._async = async_save
+        self._read_only = read_only
+        self._config = config
+        if read_only and not os.path.isdir(self.directory):
+            raise FileNotFoundError(f"no checkpoint in {self.directory}: the run has not saved one yet; "
+                                    f"train it further, or pass another run or checkpoint")
         self._manager = self._open()
 
     def _open(self):
-        options = ocp.CheckpointManagerOptions(
-            max_to_keep=self._max_to_keep, enable_async_checkpointing=self._async,
-            cleanup_tmp_directories=True, create=True)
+        if self._read_only:
+            options = ocp.CheckpointManagerOptions(read_only=True, create=False, save_interval_steps=0,
+                                                   enable_async_checkpointing=False)
+        else:
+            # Cleaning another writer's temporary directories is safe only for the one writer of a
+            # workdir, the trainer.
+            options = ocp.CheckpointManagerOptions(
+                max_to_keep=self._max_to_keep, enable_async_checkpointing=self._async,
+                cleanup_tmp_directories=True, create=True)
         return ocp.CheckpointManager(self.directory, options=options)
 
     def steps(self) -> list[int]:
         return sorted(self._manager.all_steps())
 
     def save(self, step: int, state, meta: dict) -> None:
-        meta = dict(meta, step=int(step), checksums=_to_json(state), saved_at=time.time())
+        """Saves `state` as `step` (asynchronously unless async_save=False); raises NonFiniteStateError,
+        writing nothing, when it holds a NaN or an infinity."""
+        if self._read_only:
+            raise ValueError(f"{self.directory} was opened read-only; only the trainer saves checkpoints")
+        sums, non_finite = integrity.checksums_and_finite(state)
+        if non_finite:
+            earlier = self.steps()
+            raise NonFiniteStateError(
+                f"the train state at step {step} holds non-finite values in {', '.join(non_finite[:5])}"
+                f"{f' and {len(non_finite) - 5} more arrays' if len(non_finite) > 5 else ''}; it was not "
+                f"saved. Last good checkpoint: "
+                f"{f'step {earlier[-1]} in {self.directory}' if earlier else 'none (no checkpoint written yet)'}")
+        meta = dict(meta, step=int(step), checksums=sums, saved_at=time.time(), config=self._config)
         self._manager.save(step, args=ocp.args.Composite(
             **{rundir.STATE: ocp.args.StandardSave(state), rundir.META: ocp.args.JsonSave(meta)}), force=True)
 
     def restore_latest(self, abstract_state):
-        """(state, meta) of the newest checkpoint that restores and matches its checksums, or None.
+        """(state, meta) of the newest step that verifies; None when the directory holds no step.
 
         `abstract_state` holds jax.ShapeDtypeStructs with the target shardings, so a checkpoint
-        saved on one mesh restores onto another.
+        saved on one mesh restores onto another. A corrupt step is moved aside (left in place when
+        read-only) and the previous one tried; CorruptCheckpointError when none verifies, and
+        CheckpointMismatchError at once for a step saved with another layout.
         """
-        for step in reversed(self.steps()):
+        steps = self.steps()
+        if not steps:
+            self._refuse_a_fresh_start()
+            return None
+        failures = []
+        for index in range(len(steps) - 1, -1, -1):
             try:
-                return self.restore(step, abstract_state)
-            except Exception as error:  # orbax raises many types for missing or garbled files
-                moved = self._quarantine(step)
-                log.warning("checkpoint at step %d is unreadable or corrupt (%s: %s); moved it to %s "
-                            "and falling back to the previous one", step, type(error).__name__,
-                            str(error)[:300], moved)
-                print(f"WARNING: checkpoint step {step} is corrupt ({type(error).__name__}); moved to "
-                      f"{moved}; trying the previous checkpoint", flush=True)
-        return None
+                return self.restore(steps[index], abstract_state)
+            except CorruptCheckpointError as error:
+                failures.append(self._report_corrupt(steps[index], error, earlier=steps[:index]))
+        fix = ("pass another run or checkpoint" if self._read_only else "training does not start again from "
+               "step 0 on its own: use a new --workdir (the steps set aside are kept for inspection)")
+        raise CorruptCheckpointError(f"no checkpoint in {self.directory} verifies: {'; '.join(failures)}; {fix}")
 
-    def restore(self, step, abstract_state):
-        """(state, meta) of one step; raises if it is unreadable or fails its checksums."""
-        restored = self._manager.restore(step, args=ocp.args.Composite(
-            **{rundir.STATE: ocp.args.StandardRestore(abstract_state), rundir.META: ocp.args.JsonRestore()}))
-        state, meta = restored[rundir.STATE], restored[rundir.META]
-        if meta.get("checksums") != _to_json(state):
-            raise CorruptCheckpointError(f"checksum mismatch in checkpoint step {step}")
+    def restore(self, step: int, abstract_state):
+        """(state, meta) of one step. Raises CheckpointMismatchError when its layout differs from
+        `abstract_state`'s, CorruptCheckpointError when it cannot be read or fails its checksums;
+        moves nothing."""
+        what = f"checkpoint step {step} in {self.directory}"
+        outcome, detail = self._read(step, abstract_state)
+        agreed = _agree(outcome)
+        if agreed == _MISMATCH:
+            raise CheckpointMismatchError(detail if outcome == _MISMATCH else
+                                          f"{what} was saved with another layout on another process; "
+                                          f"see process 0's error")
+        if agreed == _UNREADABLE:
+            raise CorruptCheckpointError(f"{what} cannot be read" + (
+                f" ({detail})" if outcome == _UNREADABLE else " by another process"))
+        state, meta = detail
+        # A list recorded by an older save follows the leaf order of the state, the same as this one's.
+        recorded = integrity.recorded_checksums(meta, lambda: list(integrity.layout_of(abstract_state)))
+        # Over the global arrays, so every process sees the same sums and decides alike.
+        integrity.verify(what, recorded, integrity.checksums_and_finite(state)[0])
         return state, meta
 
-    def _quarantine(self, step) -> str:
+    def _read(self, step: int, abstract_state):
+        """This process's attempt: (_READ, (state, meta)), (_UNREADABLE, why) or (_MISMATCH, message).
+
+        Through orbax's handlers, not the manager: the manager's restore ends in a barrier that a
+        process whose read failed would never reach."""
+        step_dir = rundir.step_dir(self.directory, step)
+        state_dir, meta_dir = os.path.join(step_dir, rundir.STATE), os.path.join(step_dir, rundir.META)
+        try:
+            saved = integrity.saved_layout(state_dir)
+        except Exception as error:  # orbax raises many types for missing or garbled files
+            return _UNREADABLE, integrity.error_summary(error)
+        differences = integrity.layout_differences(saved, integrity.layout_of(abstract_state))
+        if differences:
+            return _MISMATCH, self._mismatch_message(step, meta_dir, differences)
+        try:
+            return _READ, (integrity.read_into(state_dir, abstract_state), integrity.read_meta(meta_dir))
+        except Exception as error:
+            return _UNREADABLE, integrity.error_summary(error)
+
+    def _mismatch_message(self, step: int, meta_dir: str, differences: list[str]) -> str:
+        try:
+            saved_config = integrity.read_meta(meta_dir).get("config")
+        except Exception:  # the layout is what matters here; an unreadable meta only loses the hint
+            saved_config = None
+        if saved_config is None or self._config is None:
+            keys = ["(the checkpoint records no config to compare with; see its run's config.json)"]
+        else:
+            keys = rundir.config_changes(saved_config, self._config) or [
+                "none: the code that builds the model or the optimiser has changed since it was saved"]
+        return (f"checkpoint step {step} in {self.directory} holds a train state of another layout than this "
+                f"config builds (a changed config or changed code, not corruption; nothing was moved):\n"
+                + "".join(f"  {line}\n" for line in differences)
+                + "Config keys that differ from the checkpoint's:\n" + "".join(f"  {line}\n" for line in keys)
+                + "Use a new --workdir for the new config, or restore the old config (or code) to resume "
+                  "this run.")
+
+    def _report_corrupt(self, step: int, error, *, earlier: list[int]) -> str:
+        """Moves a corrupt step aside (a writer; process 0 only) and says so; returns a summary."""
+        if self._read_only:
+            where = "left in place (a reader moves nothing; the trainer sets it aside when it resumes)"
+        else:
+            where = f"moved to {self._set_aside(step)}"
+        next_step = f"trying step {earlier[-1]}" if earlier else "no earlier checkpoint to try"
+        log.warning("%s; %s; %s", error, where, next_step)
+        print(f"WARNING: checkpoint step {step} is corrupt ({error}); {where}; {next_step}", flush=True)
+        return f"step {step} {where}"
+
+    def _set_aside(self, step: int) -> str:
         self._manager.wait_until_finished()
-        target = rundir.set_aside(self.directory, step)
+        _barrier(f"vitjax: every process has read checkpoint step {step}")
+        target = rundir.set_aside(self.directory, step) if rundir.is_writer() else None
+        _barrier(f"vitjax: checkpoint step {step} set aside")
         self._manager.close()
-        self._manager = self._open()
-        return target
+        self._manager = self._open()  # forgets the step it had listed
+        return target or f"{rundir.corrupt_dir(self.directory)} (by process 0)"
+
+    def _refuse_a_fresh_start(self) -> None:
+        """Raises when every step of this run was set aside: starting from step 0 is the user's call."""
+        corrupt = rundir.corrupt_dir(self.directory)
+        if self._read_only or not os.path.isdir(corrupt) or not os.listdir(corrupt):
+            return
+        raise CorruptCheckpointError(
+            f"{self.directory} holds no checkpoint, and the corrupt steps of this run were set aside in {corrupt} "
+            f"({', '.join(sorted(os.listdir(corrupt)))}); training does not start again from step 0 on its own. "
+            f"Use a new --workdir, or move {corrupt} away to start this run again from step 0.")
 
     def wait(self) -> None:
         self._manager.wait_until_finished()
@@ -110,3 +208,15 @@ class Checkpointer:
     def close(self) -> None:
         self._manager.wait_until_finished()
         self._manager.close()
+
+
+def _agree(outcome: int) -> int:
+    """The worst outcome over all processes (a collective: every process must call it)."""
+    if jax.process_count() == 1:
+        return outcome
+    return int(np.max(multihost_utils.process_allgather(np.int32(outcome))))
+
+
+def _barrier(name: str) -> None:
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices(name)

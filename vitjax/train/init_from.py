@@ -2,7 +2,8 @@
 
 Both routes end in `npz.load`, which owns the rules for what may differ (the head, the position
 grid, a dropped pre-logits layer) and raises for anything else; a vitjax checkpoint's parameters
-(read by vitjax/rundir.py) are first written in the official layout in memory.
+(read by vitjax/rundir.py, read-only and checked against their checksums) are first written in the
+official layout in memory.
 """
 import os
 

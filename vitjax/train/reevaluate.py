@@ -1,9 +1,11 @@
 """`vitjax eval`: re-evaluate a trained run, or one of its checkpoints, on its test split.
 
-Here in train, not in evaluate, because it restores the run's whole train state exactly as the
-trainer does (its plan, state spec and Checkpointer, checksums checked, a corrupt step set aside):
-train may import evaluate (the trainer evaluates), and evaluate imports nothing of train. The
-few-shot probe needs only the parameters, so `fewshot_workdir` stays in evaluate.
+Here in train, not in evaluate, because it restores the run's whole train state as the trainer does
+(its plan, state spec and Checkpointer, layout and checksums checked): train may import evaluate (the
+trainer evaluates), and evaluate imports nothing of train. It opens the checkpoints read-only: orbax
+cleans nothing (a live run's save in progress survives), and a corrupt step is reported and left for
+the trainer to set aside. The few-shot probe needs only the parameters, so `fewshot_workdir` stays in
+evaluate.
 """
 import flax.linen as nn
 import jax
@@ -23,7 +25,7 @@ def evaluate_workdir(workdir: str, checkpoint: str | None = None) -> dict:
     p = trainer.plan(config)
     spec = trainer.state_spec(config, p)
     with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
-        ckpt = Checkpointer(chosen.checkpoint_dir, async_save=False)
+        ckpt = Checkpointer(chosen.checkpoint_dir, read_only=True, config=rundir.config_to_dict(config))
         if chosen.step is None:
             restored = ckpt.restore_latest(spec.abstract)
         else:

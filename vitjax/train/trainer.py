@@ -174,7 +174,8 @@ def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
     spec = state_spec(config, p)
 
     with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
-        ckpt = checkpoint.Checkpointer(rundir.checkpoint_dir(workdir), max_to_keep=config.keep_checkpoints)
+        ckpt = checkpoint.Checkpointer(rundir.checkpoint_dir(workdir), max_to_keep=config.keep_checkpoints,
+                                       config=rundir.config_to_dict(config))
         state, elapsed_before = _restore_or_initialise(config, p, spec, ckpt, init_key)
         compiled, batch_sharding, flops_per_step = _compile_and_describe(config, p, spec, dropout_key)
         evaluator = classification.Evaluator(p.model, config.data, batch_size=config.eval_batch_size,
@@ -299,7 +300,10 @@ def _loop(config, p: Plan, state, compiled, batches, dropout_key, *, ckpt, log, 
             log.write(done, {f"test_{k}": v for k, v in midway.items()})
             print(f"step {done}: test accuracy {midway['accuracy']:.4f}", flush=True)
         if done % config.checkpoint_every_steps == 0 or done == p.total_steps or stop.raised:
-            ckpt.save(done, state, ckpt_meta())
+            # Every step up to `done` verified finite before its state is saved: the one-step-late
+            # reads above have not seen this step yet. (The save waits for the step anyway.)
+            _check_finite(pending, config.nan_policy, ckpt)
+            _save(ckpt, done, state, ckpt_meta())
         if stop.raised:
             raise Preempted(f"SIGTERM at step {done}; checkpoint saved, re-run the same command to resume")
     if pending is not None:
@@ -344,17 +348,31 @@ def _results(config, p: Plan, spec: StateSpec, state, final: dict, flops_per_ste
     }
 
 
+_NAN_ADVICE = "Lower the learning rate or set grad_clip_norm"
+
+
 def _check_finite(pending, nan_policy, ckpt):
+    """Raises NonFiniteLoss under nan_policy='stop' when step `pending[0]` was not finite, naming the
+    newest checkpoint from before it (the loop saves no step before this check has passed it)."""
     step, metrics = pending
-    if int(metrics["finite"]):
+    # Read even under 'skip': reading one step late is what keeps the host from running far ahead.
+    if int(metrics["finite"]) or nan_policy == "skip":
         return
-    if nan_policy == "skip":
-        return
-    good = ckpt.steps()
-    where = f"step {good[-1]} in {ckpt.directory}" if good else "none (no checkpoint written yet)"
+    good = [s for s in ckpt.steps() if s < step]
+    where = f"step {good[-1]} in {ckpt.directory}" if good else f"none (no checkpoint from before step {step})"
     raise NonFiniteLoss(
-        f"non-finite loss or gradient at step {step}; the update was not applied. Last good checkpoint: "
-        f"{where}. Lower the learning rate, set grad_clip_norm, or set nan_policy='skip' to skip such steps.")
+        f"non-finite loss or gradient at step {step}; the update was not applied, and nothing from this step "
+        f"on was saved. Last good checkpoint: {where}. {_NAN_ADVICE}, or set nan_policy='skip' to skip such "
+        f"steps.")
+
+
+def _save(ckpt, step: int, state, meta: dict) -> None:
+    """ckpt.save, whose refusal of a state holding a NaN or an infinity (an update that overflowed)
+    stops the run as a non-finite loss does, whatever nan_policy says: that state cannot be repaired."""
+    try:
+        ckpt.save(step, state, meta)
+    except checkpoint.NonFiniteStateError as error:
+        raise NonFiniteLoss(f"{error}. {_NAN_ADVICE}.") from None
 
 
 def _summary(results) -> str:
