@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from flax import traverse_util
 
 from vitjax import models
 from vitjax.config import base, load_config
@@ -125,7 +126,11 @@ def _vit_params(**kwargs):
 
 
 def _by_path(tree):
-    return {"/".join(str(k.key) for k in path): leaf for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]}
+    return traverse_util.flatten_dict(tree, sep="/")
+
+
+def _nest(flat):
+    return traverse_util.unflatten_dict(flat, sep="/")
 
 
 BLOCK = "Transformer/encoderblock_0/"
@@ -167,17 +172,6 @@ def test_zero_gradients_decay_only_the_kernels():
 SHAPES = {"embedding/kernel": (2, 2, 1, 4), "embedding/bias": (4,), "cls": (1, 1, 4),
           "Transformer/posembed_input/pos_embedding": (1, 5, 4), "Transformer/LayerNorm_0/scale": (4,),
           "Transformer/Dense_0/kernel": (4, 3), "Transformer/Dense_0/bias": (3,)}
-
-
-def _nest(flat):
-    tree = {}
-    for path, value in flat.items():
-        *parents, leaf = path.split("/")
-        node = tree
-        for p in parents:
-            node = node.setdefault(p, {})
-        node[leaf] = value
-    return tree
 
 
 class ReferenceOptimizer:
