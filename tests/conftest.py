@@ -1,6 +1,8 @@
 """Session-wide test setup."""
 import importlib.util
 
+import pytest
+
 # torch's triton (pulled in by timm through torchvision) crashes the process with a segmentation
 # fault when its LLVM library loads after TensorFlow's; loaded first, both work. The peer
 # cross-checks need timm in the same process as vitjax.data's TensorFlow, so load it up front.
@@ -13,9 +15,6 @@ import jax  # noqa: E402  (after timm, as above)
 # the order of tests cannot change it: a `vitjax bench` run in-process first would otherwise give the
 # whole session 4 devices (vitjax/xla_cpu.py). Subprocesses still get vitjax's own default.
 jax.devices()
-
-
-import pytest  # noqa: E402
 
 
 @pytest.fixture(scope="session")
