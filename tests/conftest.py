@@ -1,6 +1,8 @@
 """Session-wide test setup."""
 import importlib.util
 
+import pytest
+
 # torch's triton (pulled in by timm through torchvision) crashes the process with a segmentation
 # fault when its LLVM library loads after TensorFlow's; loaded first, both work. The peer
 # cross-checks need timm in the same process as vitjax.data's TensorFlow, so load it up front.
@@ -13,3 +15,18 @@ import jax  # noqa: E402  (after timm, as above)
 # the order of tests cannot change it: a `vitjax bench` run in-process first would otherwise give the
 # whole session 4 devices (vitjax/xla_cpu.py). Subprocesses still get vitjax's own default.
 jax.devices()
+
+
+@pytest.fixture(scope="session")
+def trained_tiny_run(tmp_path_factory):
+    """A workdir the trainer wrote: tests/train/tiny_config.py (ViT width 32, depth 1, 16x16x3 synthetic
+    images, 4 classes) for 2 steps. Shared by the tests that need a real run's files; they must not
+    write into it."""
+    from tests.train import tiny_config
+    from vitjax.train import trainer
+
+    config = tiny_config.get_config("steps=2")
+    config.warmup_steps = 1
+    workdir = str(tmp_path_factory.mktemp("trained_tiny_run"))
+    trainer.train(config, workdir)
+    return workdir

@@ -6,7 +6,6 @@ import os
 
 import ml_collections
 import numpy as np
-import pytest
 
 from vitjax.analysis import run
 from tests.analysis import tiny
@@ -112,19 +111,14 @@ def test_without_images_the_other_figures_are_still_made(tmp_path, monkeypatch):
     assert os.path.exists(tmp_path / "figs" / "summary.json")
 
 
-@pytest.mark.skipif(os.environ.get("VITJAX_SLOW_TESTS") != "1",
-                    reason="trains a tiny run first (about 35 s on 2 busy cores, over this suite's 60 s budget); "
-                           "set VITJAX_SLOW_TESTS=1 to run it")
-def test_a_workdir_the_trainer_wrote(tmp_path):
-    """The whole route: a checkpoint the trainer wrote (a real TrainState), test images, the analysis."""
-    from vitjax.train import trainer
-    from tests.train import tiny_config
+def test_a_workdir_the_trainer_wrote(trained_tiny_run, tmp_path):
+    """The whole route: a checkpoint the trainer wrote (a real TrainState), test images, the analysis.
 
-    workdir = str(tmp_path / "trained")
-    config = tiny_config.get_config("steps=2")
-    config.warmup_steps = 1
-    trainer.train(config, workdir)
-    result = run.analyze_workdir(workdir, num_images=5)
+    The run is the session's shared 2-step tiny run (tests/conftest.py), so this costs the analysis only."""
+    result = run.analyze_workdir(trained_tiny_run, out=str(tmp_path / "analysis"), num_images=5)
     assert set(result["written"]) == ALL, result["skipped"]
-    assert result["meta"]["num_images"] == 5
+    assert result["meta"]["num_images"] == 5 and result["meta"]["grid"] == [4, 4]
     _check_files(result)
+    assert len(_csv(tmp_path / "analysis" / "posemb_similarity.csv")) == 16 * 16
+    distance = _csv(tmp_path / "analysis" / "attention_distance.csv")
+    assert [(int(r["layer"]), int(r["head"])) for r in distance] == [(1, 1), (1, 2)]  # depth 1, 2 heads

@@ -63,9 +63,45 @@ def test_flip_follows_its_uniforms():
         np.testing.assert_array_equal(out[i], IMAGES[i, :, ::-1] if flipped else IMAGES[i])
 
 
-def test_inception_crop_stays_in_range_and_varies():
-    a, b = run("inception_crop(6, area_min=20)", seed=0), run("inception_crop(6, area_min=20)", seed=1)
-    assert a.dtype == np.uint8 and not np.array_equal(a, b)
+def test_inception_crop_windows_follow_their_uniforms_and_stay_in_range():
+    """Each image's pixels hold their own (row, column), so the output shows the window it sampled.
+
+    crop_and_resize samples bilinearly, which reproduces a linear ramp exactly: output row 0 holds the
+    window's top, the last row its bottom (in pixel-centre coordinates, 0..H-1). The expected windows
+    follow the op's stated rule, from its uniforms: area (5 + 95 u0)% of the image (area_min=5,
+    area_max=100), aspect w/h = exp(log 3/4 + u1 log 16/9) in pixels, each side clipped to the image,
+    top = u2 (1 - h), left = u3 (1 - w) as fractions of the image.
+    """
+    n, height, width, out = 300, 40, 30, 5
+    rows, cols = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
+    images = np.broadcast_to(np.stack([rows, cols], -1).astype(np.float32), (n, height, width, 2))
+    u = np.random.default_rng(0).random((n, 1, UNIFORMS_PER_OP), dtype=np.float32)
+    got = Preprocess(f"inception_crop({out})")(tf.constant(images), tf.constant(u)).numpy()
+    assert got.shape == (n, out, out, 2)
+    # The window each image got, as fractions of the image (sampling spans H - 1 pixel centres).
+    top, bottom = got[:, 0, 0, 0] / (height - 1), got[:, -1, 0, 0] / (height - 1)
+    left, right = got[:, 0, 0, 1] / (width - 1), got[:, 0, -1, 1] / (width - 1)
+    h, w = bottom - top, right - left
+
+    # In range: inside the image; area 5..100% (less only where a side was clipped to the whole image);
+    # aspect 3/4..4/3 in pixels, unless clipped.
+    assert (top >= -1e-6).all() and (bottom <= 1 + 1e-6).all() and (left >= -1e-6).all() and (right <= 1 + 1e-6).all()
+    clipped = (h > 1 - 1e-5) | (w > 1 - 1e-5)
+    area, aspect = h * w, (w * width) / (h * height)
+    assert (area[~clipped] >= 0.05 - 1e-5).all() and (area <= 1 + 1e-5).all()
+    assert (aspect[~clipped] >= 3 / 4 - 1e-4).all() and (aspect[~clipped] <= 4 / 3 + 1e-4).all()
+    assert 0.2 < clipped.mean() < 0.8 and area.min() < 0.1  # the draws cover clipped and small windows
+
+    # Exactly the windows the uniforms ask for.
+    u = u[:, 0].astype(np.float64)
+    want_area = (5 + 95 * u[:, 0]) / 100
+    want_aspect = np.exp(np.log(3 / 4) + u[:, 1] * np.log(16 / 9))
+    want_h = np.minimum(np.sqrt(want_area * width / (want_aspect * height)), 1)
+    want_w = np.minimum(np.sqrt(want_area * want_aspect * height / width), 1)
+    np.testing.assert_allclose(top, u[:, 2] * (1 - want_h), atol=1e-5)
+    np.testing.assert_allclose(h, want_h, atol=1e-5)
+    np.testing.assert_allclose(left, u[:, 3] * (1 - want_w), atol=1e-5)
+    np.testing.assert_allclose(w, want_w, atol=1e-5)
 
 
 def test_unknown_op_and_bad_arguments():

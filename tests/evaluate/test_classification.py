@@ -1,10 +1,78 @@
-"""The evaluator counts every example once, whatever the eval batch size and the device count."""
+"""Evaluation counts every test example once: a padded, masked last batch gives the plain mean, whatever
+the eval batch size and the device count."""
 import json
 import os
 import subprocess
 import sys
 
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
 import pytest
+
+from vitjax import models, parallel
+from vitjax.data import config as data_config, sources
+from vitjax.evaluate import classification
+
+NUM_TEST = 128
+
+
+def _data_config():
+    return data_config.resolve(dict(
+        name="synthetic", pp_train="value_range(-1, 1)", pp_eval="value_range(-1, 1)",
+        synthetic=dict(num_train=16, num_test=NUM_TEST, image_shape=(8, 8, 1), num_classes=4)))
+
+
+@pytest.fixture(scope="module")
+def model_and_params():
+    model = models.build("vit", 4, patch_size=4, width=16, depth=1, num_heads=2, mlp_dim=32)
+    params = model.init(jax.random.key(0), jnp.zeros((1, 8, 8, 1)), train=False)["params"]
+    # A random head (the default is zero) so that predictions, and so accuracy and loss, vary by example.
+    params["head"]["kernel"] = jax.random.normal(jax.random.key(1), params["head"]["kernel"].shape)
+    return model, params
+
+
+def _plain_means(model, params):
+    """Accuracy and mean cross-entropy over the 128 test examples in one batch, no padding, no mask."""
+    test = sources.load(_data_config(), "test")
+    images = test.images.astype(np.float32) / 255 * 2 - 1  # value_range(-1, 1) of uint8
+    logits = np.asarray(model.apply({"params": params}, images, train=False), np.float64)
+    log_softmax = logits - logits.max(-1, keepdims=True)
+    log_softmax -= np.log(np.exp(log_softmax).sum(-1, keepdims=True))
+    loss = -log_softmax[np.arange(NUM_TEST), test.labels]
+    return float(np.mean(logits.argmax(-1) == test.labels)), float(np.mean(loss))
+
+
+# 48 and 96 leave a last batch of 32 real rows padded with 16 and 64 masked ones (label 0, zero image);
+# 64 divides 128 and needs no padding.
+@pytest.mark.parametrize("batch_size", [48, 96, 64])
+def test_padded_last_batch_gives_the_plain_mean_over_the_examples(model_and_params, batch_size):
+    model, params = model_and_params
+    mesh = parallel.make_mesh({"data": -1})
+    evaluator = classification.Evaluator(model, _data_config(), batch_size=batch_size, mesh=mesh,
+                                         params_sharding=parallel.replicated(mesh))
+    got = evaluator(params)
+    accuracy, loss = _plain_means(model, params)
+    assert 0.1 < accuracy < 0.9, "a degenerate model would hide a miscounted padding row"
+    assert got["accuracy"] == pytest.approx(accuracy, abs=1e-9)  # k / 128 exactly
+    assert got["loss"] == pytest.approx(loss, rel=1e-5)
+
+
+def test_eval_step_sums_only_the_unmasked_rows(model_and_params):
+    model, params = model_and_params
+    rng = np.random.default_rng(2)
+    batch = {"image": rng.normal(size=(6, 8, 8, 1)).astype(np.float32), "label": np.array([0, 1, 2, 3, 0, 0]),
+             "mask": np.array([True, True, True, False, True, False])}
+    sums = jax.jit(classification.make_eval_step(model))(params, batch)
+    logits = model.apply({"params": params}, batch["image"], train=False)
+    losses = np.asarray(optax.softmax_cross_entropy_with_integer_labels(logits, batch["label"]))
+    correct = np.asarray(logits).argmax(-1) == batch["label"]
+    keep = batch["mask"]
+    assert float(sums["count"]) == 4
+    assert float(sums["correct"]) == correct[keep].sum()
+    assert float(sums["loss"]) == pytest.approx(losses[keep].sum(), rel=1e-5)
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

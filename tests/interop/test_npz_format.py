@@ -170,15 +170,16 @@ def test_b16_224_checkpoint_loads_at_384_with_new_head(tmp_path, caplog):
         if not key.startswith(("head/", "Transformer/posembed_input/")):
             np.testing.assert_array_equal(value, params[key], err_msg=key)
 
-    # The resize agrees with timm's (bilinear, no antialias) when timm is installed.
-    try:
-        import torch
-        from timm.layers import resample_abs_pos_embed
-    except ImportError:
-        return
-    theirs = resample_abs_pos_embed(torch.from_numpy(source_posemb), new_size=(24, 24), num_prefix_tokens=1,
-                                    interpolation="bilinear", antialias=False).numpy()
-    np.testing.assert_allclose(posemb, theirs, atol=1e-5)
+
+def test_posemb_resize_agrees_with_timms():
+    """timm (a test extra) resamples position embeddings for fine-tuning the same way: bilinear, no antialias."""
+    torch = pytest.importorskip("torch")
+    resample_abs_pos_embed = pytest.importorskip("timm.layers").resample_abs_pos_embed
+    source = np.random.default_rng(0).standard_normal((1, 1 + 14 * 14, 64)).astype(np.float32)
+    for grid in ((24, 24), (10, 10), (16, 20)):
+        theirs = resample_abs_pos_embed(torch.from_numpy(source), new_size=grid, num_prefix_tokens=1,
+                                        interpolation="bilinear", antialias=False).numpy()
+        np.testing.assert_allclose(resize_grid(source, grid, 1), theirs, atol=1e-5, err_msg=str(grid))
 
 
 def test_default_image_size_is_the_checkpoints(tmp_path):
@@ -191,12 +192,18 @@ def test_default_image_size_is_the_checkpoints(tmp_path):
 def test_head_reinit_follows_model_init_and_pre_logits_dropped(tmp_path, caplog):
     source = models.ViT(num_classes=3, representation_size=8, **SMALL)
     path = npz.save(tmp_path / "c.npz", random_like(shapes(source)))
-    target = models.ViT(num_classes=5, head_zero_init=False, **SMALL)
+    target = models.ViT(num_classes=50, head_zero_init=False, **SMALL)
     with caplog.at_level(logging.WARNING, logger="vitjax.interop.npz"):
         loaded = npz.load(path, target)
     assert "pre_logits" in caplog.text and "pre_logits" not in loaded
     kernel = np.asarray(loaded["head"]["kernel"])
-    assert kernel.shape == (32, 5) and np.std(kernel) > 0  # lecun_normal, as this model initialises it
+    # As this model initialises its head: LeCun normal, a normal truncated at 2 sd whose variance is
+    # 1 / fan_in (fan_in = width = 32), so a std of 0.177 (+-2% over these 1600 draws), and no value
+    # beyond 2 / sqrt(32) / 0.8796 = 0.402; the bias zero.
+    assert kernel.shape == (32, 50)
+    assert np.std(kernel) == pytest.approx(1 / np.sqrt(32), rel=0.1)
+    assert abs(np.mean(kernel)) < 0.02 and np.abs(kernel).max() <= 2 / np.sqrt(32) / 0.8796 + 1e-6
+    np.testing.assert_array_equal(loaded["head"]["bias"], np.zeros(50, np.float32))
     # A model that does want pre_logits keeps them.
     kept = npz.load(path, models.ViT(num_classes=3, representation_size=8, **SMALL))
     assert kept["pre_logits"]["kernel"].shape == (32, 8)

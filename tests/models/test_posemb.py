@@ -28,20 +28,53 @@ def test_sincos_1d_rejects_an_odd_width():
         sincos_1d(4, 15)
 
 
-def test_sincos_2d_codes_rows_and_columns_and_separates_positions():
+def big_vision_sincos_2d(rows, cols, width, temperature=10_000.0):
+    """big_vision's `posemb_sincos_2d` (big_vision/models/vit.py), written here from its description:
+
+    y, x = the row and column index of each grid position, row-major (a mgrid over [rows, cols]);
+    omega = 1 / temperature ** (arange(width // 4) / (width // 4 - 1));
+    table = concat([sin(x omega), cos(x omega), sin(y omega), cos(y omega)]) along the channels.
+    Computed position by position, channel by channel, in float64.
+    """
+    quarter = width // 4
+    table = np.zeros((rows * cols, width))
+    for position in range(rows * cols):
+        y, x = divmod(position, cols)
+        for i in range(quarter):
+            omega = temperature ** -(i / (quarter - 1))
+            table[position, i] = math.sin(x * omega)
+            table[position, quarter + i] = math.cos(x * omega)
+            table[position, 2 * quarter + i] = math.sin(y * omega)
+            table[position, 3 * quarter + i] = math.cos(y * omega)
+    return table
+
+
+@pytest.mark.parametrize("grid, width", [((4, 4), 16), ((3, 5), 32), ((2, 7), 8)])
+def test_sincos_2d_is_big_visions_table(grid, width):
+    """A big_vision model trained with posemb='sincos2d' must see the same position signal here."""
+    np.testing.assert_allclose(sincos_2d(grid, width), big_vision_sincos_2d(*grid, width), rtol=0, atol=1e-6)
+
+
+def test_sincos_2d_codes_columns_then_rows_and_separates_positions():
     rows, cols, width = 3, 4, 16
     table = sincos_2d((rows, cols), width)
     assert table.shape == (rows * cols, width)
     grid = table.reshape(rows, cols, width)
-    half = width // 2
-    # The first half of the channels encodes the row only, the second half the column only.
-    assert np.ptp(grid[:, :, :half], axis=1).max() == 0.0, "row code must not depend on the column"
-    assert np.ptp(grid[:, :, half:], axis=0).max() == 0.0, "column code must not depend on the row"
+    half = width // 4 * 2
+    # The first half of the channels encodes the column only, the second half the row only.
+    assert np.ptp(grid[:, :, :half], axis=0).max() == 0.0, "column code must not depend on the row"
+    assert np.ptp(grid[:, :, half:], axis=1).max() == 0.0, "row code must not depend on the column"
+    # Frequencies run from 1 (channel 0: sin of the column index) down to 1/10000 (the last channel of
+    # each quarter; the last channel of all is cos of the row index / 10000).
+    np.testing.assert_allclose(grid[0, :, 0], np.sin(np.arange(cols)), atol=1e-6)
+    np.testing.assert_allclose(grid[:, 0, width - 1], np.cos(np.arange(rows) / 10_000), atol=1e-6)
     # Every grid position gets its own code.
     distances = np.linalg.norm(table[:, None] - table[None], axis=-1)
     assert distances[~np.eye(rows * cols, dtype=bool)].min() > 1e-2
-    with pytest.raises(ValueError, match="divisible by 4, got 18"):
+    with pytest.raises(ValueError, match="divisible by 4 and at least 8, got 18"):
         sincos_2d((2, 2), 18)
+    with pytest.raises(ValueError, match="at least 8, got 4"):  # width // 4 - 1 would be 0
+        sincos_2d((2, 2), 4)
 
 
 def test_resize_grid_keeps_cls_and_gives_the_new_shape():
@@ -93,7 +126,7 @@ def test_fixed_posemb_leaves_prefix_tokens_alone_and_adds_the_table(kind):
     x = jnp.asarray(np.random.default_rng(2).normal(size=(2, prefix + 6, width)), jnp.float32)
     y = np.asarray(AddPositionEmbedding(kind, grid=grid, num_prefix_tokens=prefix).apply({}, x))
     np.testing.assert_array_equal(y[:, :prefix], np.asarray(x[:, :prefix]))
-    table = sincos_1d(6, width) if kind == "sincos1d" else sincos_2d(grid, width)
+    table = sincos_1d(6, width) if kind == "sincos1d" else big_vision_sincos_2d(*grid, width)
     np.testing.assert_allclose(y[:, prefix:] - np.asarray(x[:, prefix:]), np.broadcast_to(table, (2, 6, width)),
                                atol=1e-6)
 

@@ -1,6 +1,7 @@
 """vitjax.parallel on its own: mesh sizes, rule parsing, which parameters get split, the arithmetic
-of per-device bytes, and the multi-host switch. No fake devices needed: shapes are abstract
-(eval_shape) and the meshes that need 8 devices are jax.sharding.AbstractMesh."""
+of per-device bytes, and the multi-host switch. Shapes are abstract (eval_shape) and most meshes that
+need 8 devices are jax.sharding.AbstractMesh; what needs real devices (a mesh taking "the rest" of
+them, the batch check, where a batch's rows land) runs once in a subprocess with 8 fake CPU devices."""
 import math
 
 import flax.linen as nn
@@ -10,6 +11,7 @@ import optax
 import pytest
 from jax.sharding import AbstractMesh, PartitionSpec as P
 
+from tests.parallel import fake_devices
 from vitjax import models, parallel
 
 
@@ -29,10 +31,74 @@ def _boxed_state(model, image):
 
 # --- mesh --------------------------------------------------------------------------------------
 
-def test_mesh_takes_the_rest_of_the_devices():
-    mesh = parallel.make_mesh({"data": -1})
-    assert dict(mesh.shape) == {"data": jax.device_count(), "fsdp": 1, "model": 1}
-    assert all(t == jax.sharding.AxisType.Auto for t in mesh.axis_types)
+ON_EIGHT_DEVICES = """
+import json
+import jax
+import numpy as np
+from vitjax import parallel
+
+def mesh(sizes):
+    try:
+        m = parallel.make_mesh(sizes)
+    except ValueError as error:
+        return {"error": str(error)}
+    return {"shape": dict(m.shape), "distinct_devices": len({d.id for d in m.devices.flat}),
+            "auto": all(t == jax.sharding.AxisType.Auto for t in m.axis_types)}
+
+def batch_check(sizes, batch):
+    try:
+        parallel.check_batch_size(batch, parallel.make_mesh(sizes))
+    except ValueError as error:
+        return str(error)
+    return None
+
+def rows_per_device(sizes, batch):
+    # Row i of the batch holds the value i: each device's shard names the rows it holds.
+    x = jax.device_put(np.arange(batch * 3.0).reshape(batch, 3), parallel.batch_sharding(parallel.make_mesh(sizes)))
+    return sorted(sorted(int(v) for v in np.asarray(s.data)[:, 0] // 3) for s in x.addressable_shards)
+
+print(json.dumps({
+    "devices": jax.device_count(),
+    "meshes": {name: mesh(sizes) for name, sizes in {
+        "rest_to_data": {"data": -1}, "rest_to_data_fsdp2": {"data": -1, "fsdp": 2},
+        "rest_to_fsdp": {"data": 2, "fsdp": -1, "model": 2}, "not_dividing": {"fsdp": 3, "data": -1},
+        "too_few": {"data": 2, "fsdp": 2}}.items()},
+    "batch_checks": {"32_over_data8": batch_check({"data": -1}, 32), "36_over_data8": batch_check({"data": -1}, 36),
+                     "36_over_2x2x2": batch_check({"data": 2, "fsdp": 2, "model": 2}, 36),
+                     "30_over_2x2x2": batch_check({"data": 2, "fsdp": 2, "model": 2}, 30)},
+    "rows_data8": rows_per_device({"data": -1}, 16),
+    "rows_2x2x2": rows_per_device({"data": 2, "fsdp": 2, "model": 2}, 16),
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def on_eight_devices():
+    return fake_devices.run(ON_EIGHT_DEVICES, devices=8)
+
+
+def test_mesh_takes_the_rest_of_the_devices(on_eight_devices):
+    meshes = on_eight_devices["meshes"]
+    assert meshes["rest_to_data"] == {"shape": {"data": 8, "fsdp": 1, "model": 1}, "distinct_devices": 8, "auto": True}
+    assert meshes["rest_to_data_fsdp2"]["shape"] == {"data": 4, "fsdp": 2, "model": 1}
+    assert meshes["rest_to_fsdp"]["shape"] == {"data": 2, "fsdp": 2, "model": 2}
+    assert meshes["rest_to_fsdp"]["distinct_devices"] == 8
+    assert "(product 3) do not divide the 8 devices" in meshes["not_dividing"]["error"]
+    assert "needs 4 devices but 8 are available" in meshes["too_few"]["error"]
+
+
+def test_batch_check_counts_data_and_fsdp_but_not_model(on_eight_devices):
+    checks = on_eight_devices["batch_checks"]
+    assert checks["32_over_data8"] is None and checks["36_over_2x2x2"] is None  # data x fsdp = 4
+    assert "not divisible by the data-parallel size 8" in checks["36_over_data8"] and "e.g. 40" in checks["36_over_data8"]
+    assert "not divisible by the data-parallel size 4" in checks["30_over_2x2x2"] and "e.g. 32" in checks["30_over_2x2x2"]
+
+
+def test_a_batch_is_split_over_data_and_fsdp_and_repeated_over_model(on_eight_devices):
+    # 16 rows over 8 data-parallel devices: 2 consecutive rows each, every row once.
+    assert on_eight_devices["rows_data8"] == [[2 * i, 2 * i + 1] for i in range(8)]
+    # Over data 2 x fsdp 2 x model 2: 4 blocks of 4 rows, each block on the 2 devices of a model pair.
+    assert on_eight_devices["rows_2x2x2"] == sorted([list(range(4 * i, 4 * i + 4)) for i in range(4)] * 2)
 
 
 @pytest.mark.parametrize("sizes, phrase", [
@@ -49,8 +115,6 @@ def test_bad_mesh_names_the_fix(sizes, phrase):
 
 
 def test_batch_check_names_a_valid_size():
-    mesh = parallel.make_mesh({"data": -1})
-    parallel.check_batch_size(32, mesh)  # 1 device: anything goes
     with pytest.raises(ValueError, match=r"not divisible by the data-parallel size 8 .* e\.g\. 40"):
         parallel.check_batch_size(36, _mesh(data=2, fsdp=4))
 

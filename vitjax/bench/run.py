@@ -188,9 +188,7 @@ def _variant_workloads(config, against: list[str]) -> dict:
 
     variants = {}
     for item in against:
-        key, separator, value = item.partition("=")
-        if not separator or not key.strip():
-            raise ValueError(f"--against {item!r}: write KEY=VALUE, e.g. --against 'model.kernels=()'")
+        key, _, value = item.partition("=")  # checked by _check_args
         variant = config.copy_and_resolve_references()
         apply_overrides(variant, {key.strip(): value})
         _log(f"compiling the vitjax train step with {item} ...")
@@ -205,6 +203,10 @@ def _check_args(args) -> None:
         raise ValueError("--profile traces train steps, which --compile_only does not run; drop one of them")
     if args.profile_calls < 1:
         raise ValueError(f"--profile_calls {args.profile_calls}: trace at least 1 call")
+    for item in args.against:  # before anything is compiled
+        key, separator, _ = item.partition("=")
+        if not separator or not key.strip():
+            raise ValueError(f"--against {item!r}: write KEY=VALUE, e.g. --against 'model.kernels=()'")
 
 
 def _load_timm_first(omp_wait_policy: str) -> None:

@@ -299,8 +299,11 @@ def _checkpoint_grid(ckpt, num_prefix):
 
 def _expected(model, image_size, channels) -> dict[str, jax.ShapeDtypeStruct]:
     images = jax.ShapeDtypeStruct((1, *image_size, channels), jnp.float32)
-    shapes = jax.eval_shape(lambda x: model.init(jax.random.key(0), x, train=False), images)
-    return traverse_util.flatten_dict(nn.meta.unbox(shapes)["params"], sep="/")
+    # Unboxed while traced: under a mesh and logical rules (the trainer's, for init_from) unboxing applies
+    # each parameter's sharding constraint, which the abstract shapes eval_shape returns cannot take.
+    shapes = jax.eval_shape(lambda x: nn.meta.unbox(model.init(jax.random.key(0), x, train=False))["params"],
+                            images)
+    return traverse_util.flatten_dict(shapes, sep="/")
 
 
 def _describe(shape):

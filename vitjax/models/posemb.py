@@ -2,7 +2,10 @@
 
 Self-attention is permutation-equivariant: without a position signal the encoder cannot tell where
 a token came from. ViT adds a learned embedding per position; the original Transformer a fixed
-sinusoid of the 1-D index; later ViTs (MoCo v3, big_vision) a fixed 2-D sin-cos of (row, column).
+sinusoid of the 1-D index; later ViTs (MoCo v3, big_vision's "Better plain ViT baselines") a fixed
+2-D sin-cos of (row, column). `sincos2d` is big_vision's table (big_vision/models/vit.py,
+`posemb_sincos_2d`), so that a big_vision model trained with `posemb="sincos2d"` sees the same
+position signal here.
 """
 from typing import Any, Literal
 
@@ -28,14 +31,21 @@ def sincos_1d(length: int, width: int, temperature: float = 10_000.0) -> np.ndar
 
 
 def sincos_2d(grid: tuple[int, int], width: int, temperature: float = 10_000.0) -> np.ndarray:
-    """[rows*cols, width]: a quarter of the channels each for sin/cos of the row and the column."""
-    if width % 4:
-        raise ValueError(f"2-D sin-cos position embeddings need a width divisible by 4, got {width}")
+    """[rows*cols, width], big_vision's 2-D sin-cos table, positions in row-major order.
+
+    With d = width / 4 and frequencies w_i = T^(-i / (d - 1)), i = 0..d-1 (the first 1, the last 1/T),
+    position (r, c) gets [sin(c w), cos(c w), sin(r w), cos(r w)]: the column in the first half of the
+    channels, the row in the second. (MoCo v3's table divides i by d instead of d - 1.)
+    """
+    if width % 4 or width < 8:
+        raise ValueError(f"2-D sin-cos position embeddings need a width divisible by 4 and at least 8, "
+                         f"got {width}")
     rows, cols = np.meshgrid(np.arange(grid[0]), np.arange(grid[1]), indexing="ij")
-    omega = 1.0 / temperature ** (np.arange(width // 4, dtype=np.float64) / (width // 4))
+    quarter = width // 4
+    omega = 1.0 / temperature ** (np.arange(quarter, dtype=np.float64) / (quarter - 1))
     by_row = rows.reshape(-1, 1) * omega[None]
     by_col = cols.reshape(-1, 1) * omega[None]
-    table = np.concatenate([np.sin(by_row), np.cos(by_row), np.sin(by_col), np.cos(by_col)], axis=1)
+    table = np.concatenate([np.sin(by_col), np.cos(by_col), np.sin(by_row), np.cos(by_row)], axis=1)
     return table.astype(np.float32)
 
 

@@ -32,8 +32,13 @@ def steps_of(config, prefix: str, *, num_train_examples: int, batch_size: int, r
         raise ValueError(f"{prefix}_{unit} must be >= 0, got {value}")
     if unit == "steps":
         return int(value)
-    examples = value * num_train_examples if unit == "epochs" else value
-    return int(math.ceil(examples / batch_size))
+    if unit == "epochs":
+        # In floating point value * N can land just above a whole number (8.3 * 60000 is
+        # 498000.00000000006), and its ceiling would add a step: round the noise away first.
+        examples = math.ceil(round(value * num_train_examples, 6))
+    else:
+        examples = int(value)
+    return -(-examples // batch_size)  # a partial last batch is a step
 
 
 def learning_rate_schedule(config, total_steps: int, warmup_steps: int) -> optax.Schedule:
