@@ -19,6 +19,16 @@ def _losses(workdir):
     return [(r["step"], r["loss"]) for r in rundir.read_metrics(workdir) if "loss" in r]
 
 
+def _tensorboard_scalars(workdir: str, tag: str) -> list:
+    """(step, value) pairs of one scalar as TensorBoard reads them back from the run's event files."""
+    import tensorflow as tf
+    from tensorboard.backend.event_processing import event_accumulator
+
+    events = event_accumulator.EventAccumulator(workdir, size_guidance={event_accumulator.TENSORS: 0})
+    events.Reload()
+    return [(e.step, float(tf.make_ndarray(e.tensor_proto))) for e in events.Tensors(tag)]
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("run"))
@@ -33,7 +43,9 @@ def test_loss_falls_and_workdir_is_complete(trained):
     assert losses[-1][1] < 0.7 * losses[0][1], losses
     for name in (rundir.CONFIG, rundir.METRICS, rundir.RESULTS):
         assert os.path.getsize(rundir.file_path(workdir, name)) > 0
-    assert any(f.startswith("events.out.tfevents") for f in os.listdir(workdir))
+    board = _tensorboard_scalars(workdir, "loss")  # the same series as metrics.jsonl, step by step
+    assert [s for s, _ in board] == [s for s, _ in losses]
+    assert [v for _, v in board] == pytest.approx([v for _, v in losses], rel=1e-6)
     assert rundir.checkpoint_steps(rundir.checkpoint_dir(workdir)) == [10, 20, 30]
     for key in ("test_accuracy", "steps", "examples_seen", "wall_seconds", "train_flops", "params"):
         assert key in results, key
