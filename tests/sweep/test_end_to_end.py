@@ -101,6 +101,11 @@ def test_plot_draws_every_figure_with_its_table(swept, tmp_path):
     # A line joins runs that differ only in the x-axis key: patch 8 has one size, the failed run none.
     assert sorted((r["name"], int(r["train_size"])) for r in rows) == [("vit_n128_p4", 128), ("vit_n512_p4", 512)]
     assert rows[0]["fewshot_5shot"]
+    # The figure's table holds the runs' own results, not numbers of its own making.
+    table = _rows(out)
+    for row in rows:
+        for column in ("test_accuracy", "fewshot_5shot"):
+            assert float(row[column]) == pytest.approx(float(table[row["name"]][column]), abs=1e-6), (row, column)
     with open(figures / "patch_size.csv") as f:
         assert sorted((r["name"], int(r["patch_size"]), int(r["tokens"])) for r in csv.DictReader(f)) == \
             [("vit_n512_p4", 4, 16), ("vit_n512_p8", 8, 4)]  # 16x16 images

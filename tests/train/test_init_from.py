@@ -1,6 +1,7 @@
 """Fine-tuning end to end: `init_from` a trained run into a model with another head and image size.
 
-The second run trains one step at lr 0, so the parameters in its checkpoint are exactly the ones
+The second run trains one step, the first of its warmup, whose learning rate is 0 (a learning rate of 0
+for the whole run is refused at start-up), so the parameters in its checkpoint are exactly the ones
 `init_from` gave it: the head re-initialised for the new classes, the position embeddings resized to
 the new grid, and every other parameter bit-equal to the first run's.
 """
@@ -27,8 +28,7 @@ def test_init_from_a_run_replaces_the_head_resizes_posemb_and_keeps_the_rest(tra
     config.init_from = trained_tiny_run
     config.data.synthetic.num_classes = 6
     config.data.synthetic.image_shape = (24, 24, 3)  # a 6x6 grid of 4x4 patches
-    config.warmup_steps = 0
-    config.lr = 0.0  # the one step leaves the parameters as init_from made them
+    config.warmup_steps = 1  # the one step, at the warmup's lr of 0, leaves the parameters as init_from made them
     trainer.train(config, str(tmp_path / "finetuned"))
     after = _flat(rundir.read_checkpoint_params(str(tmp_path / "finetuned")))
 
