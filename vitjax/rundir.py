@@ -279,11 +279,10 @@ def check_config(run_dir: str, config: ml_collections.ConfigDict, *, finished: b
     previous = read_json(run_dir, CONFIG)
     if previous is None:
         return
-    old, new = flatten(previous), flatten(config_to_dict(config))
-    differing = sorted(k for k in old.keys() | new.keys() if old.get(k, "<absent>") != new.get(k, "<absent>"))
+    differing = config_changes(previous, config_to_dict(config))
     if not differing:
         return
-    lines = "\n".join(f"  {k}: {old.get(k, '<absent>')!r} -> {new.get(k, '<absent>')!r}" for k in differing)
+    lines = "\n".join(f"  {change}" for change in differing)
     what, then = (("a finished run", "redo it under the new config from its newest checkpoint") if finished
                   else ("a run", "resume this run under the new config"))
     raise ValueError(f"{run_dir} holds {what} started with a different config; differing keys:\n{lines}\n"

@@ -168,7 +168,7 @@ def choose(config, *, device_count: int | None = None) -> Choices:
     if jax.default_backend() != "cpu":  # starts the backends: the device count is fixed from here on
         return Choices()
     if os.environ.get(ENV_DEFAULTS, "1") != "0":
-        choices.compiler_options = _set_compiler_options(jax, config)
+        choices.compiler_options = _set_compiler_options(config)
         choices.kernels = _set_model_kernels(config)
     message = choices.describe()
     if message and jax.process_index() == 0:
@@ -188,7 +188,7 @@ def _set_device_count(jax, config) -> int | None:
     return count
 
 
-def _set_compiler_options(jax, config) -> dict:
+def _set_compiler_options(config) -> dict:
     import jaxlib
 
     if config.compiler_options or not jaxlib.__version__.startswith(MEASURED_JAXLIB):
