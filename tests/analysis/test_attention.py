@@ -113,3 +113,13 @@ def test_gap_model_rollout_without_cls():
     assert stats["cls"] is None
     assert stats["rollout"].shape == (3, 4, 4)
     np.testing.assert_allclose(stats["rollout"].sum(axis=(1, 2)), 1.0)
+
+
+def test_maps_upsample_to_one_constant_cell_per_token():
+    """Nearest-neighbour, not smooth: each token's patch x patch cell holds exactly the token's value."""
+    maps = np.random.default_rng(0).uniform(size=(2, 3, *GRID))  # [images, heads, rows, cols]
+    pixels = attention.to_pixels(maps, PATCH)
+    assert pixels.shape == (2, 3, GRID[0] * PATCH, GRID[1] * PATCH)
+    for r, c in itertools.product(range(GRID[0]), range(GRID[1])):
+        cell = pixels[..., r * PATCH:(r + 1) * PATCH, c * PATCH:(c + 1) * PATCH]
+        np.testing.assert_array_equal(cell, np.broadcast_to(maps[..., r, c, None, None], cell.shape))

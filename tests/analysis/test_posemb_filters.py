@@ -70,3 +70,35 @@ def test_first_layer_kernels():
     hybrid = build("vit", 4, patch_size=4, width=16, depth=1, mlp_dim=32, num_heads=2, resnet="R26")
     with pytest.raises(filters.NotApplicable, match="hybrid embeds ResNet feature maps"):
         filters.first_layer_kernel(hybrid, {})
+
+
+def test_random_filter_baseline_has_the_kernels_shape_and_spectrum_length():
+    kernel, _ = filters.first_layer_kernel(*tiny.vit())  # (4, 4, 3, 16)
+    spectra = filters.random_spectra(kernel.shape, draws=5, seed=3)
+    trained = filters.principal_components(kernel)["spectrum"]
+    assert spectra.shape == (5, len(trained)) == (5, 15)  # 16 centred filters span 15 directions
+    np.testing.assert_allclose(spectra.sum(axis=1), 1.0)
+    assert not np.allclose(spectra[0], spectra[1])  # separate draws
+    np.testing.assert_array_equal(spectra, filters.random_spectra(kernel.shape, draws=5, seed=3))  # seeded
+
+
+def test_random_filter_baseline_draws_kernels_of_the_given_shape(monkeypatch):
+    seen = []
+    original = filters.principal_components
+    monkeypatch.setattr(filters, "principal_components", lambda k, *a: seen.append(k.shape) or original(k, *a))
+    filters.random_spectra((4, 4, 1, 64), draws=3)
+    assert seen == [(4, 4, 1, 64)] * 3
+
+
+def test_variance_in_first_k_components():
+    spectrum = np.array([0.5, 0.3, 0.15, 0.05])
+    np.testing.assert_allclose(filters.variance_in_first(spectrum, (1, 2, 8)), [0.5, 0.8, 1.0])
+
+
+def test_neighbour_similarity_sorts_pairs_by_grid_relation():
+    rows, cols = 3, 4
+    r, c, kr, kc = np.meshgrid(*(np.arange(n) for n in (rows, cols, rows, cols)), indexing="ij")
+    step = np.abs(r - kr) + np.abs(c - kc)
+    similarity = np.select([step == 0, step == 1, r == kr, c == kc], [1.0, 0.7, 0.4, 0.2], default=-0.1)
+    got = posemb.neighbour_similarity(similarity)
+    assert got == pytest.approx(dict(neighbour=0.7, same_row=0.4, same_column=0.2, other=-0.1))

@@ -6,6 +6,7 @@ import os
 
 import ml_collections
 import numpy as np
+import pytest
 
 from vitjax.analysis import run
 from tests.analysis import tiny
@@ -28,21 +29,56 @@ def _csv(path):
         return list(csv.DictReader(f))
 
 
-def test_every_figure_for_a_tiny_vit(tmp_path):
+def _by_model(rows):
+    return {name: [r for r in rows if r["model"] == name] for name in {r["model"] for r in rows}}
+
+
+def test_every_figure_for_a_tiny_vit_and_its_init_control(tmp_path):
     model, params = tiny.vit()
-    result = run.analyze(model, params, tiny.images(3), str(tmp_path), num_show=2)
+    init = tiny.random_params(model, seed=1)
+    result = run.analyze(model, params, tiny.images(3), str(tmp_path), init_params=init, num_show=2)
     assert set(result["written"]) == ALL and result["skipped"] == {}
     _check_files(result)
-    assert len(_csv(tmp_path / "posemb_similarity.csv")) == 16 * 16  # 4x4 grid, every pair
-    distance = _csv(tmp_path / "attention_distance.csv")
-    assert [(int(r["layer"]), int(r["head"])) for r in distance] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    posemb_rows = _by_model(_csv(tmp_path / "posemb_similarity.csv"))
+    assert {name: len(rows) for name, rows in posemb_rows.items()} == {"trained": 256, "init": 256}  # 4x4 grid
+    distance = _by_model(_csv(tmp_path / "attention_distance.csv"))
+    for name in ("trained", "init"):
+        assert [(int(r["layer"]), int(r["head"])) for r in distance[name]] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert [r["mean_distance_px"] for r in distance["trained"]] != [r["mean_distance_px"] for r in distance["init"]]
     with open(tmp_path / "attention_maps.json") as f:
         maps = json.load(f)
-    assert np.shape(maps["rollout"]) == (2, 4, 4) and np.shape(maps["cls_attention"]) == (2, 2, 4, 4)
+    assert [m["model"] for m in maps["maps"]] == ["trained", "init"]
+    for m in maps["maps"]:
+        assert np.shape(m["rollout"]) == (2, 4, 4) and np.shape(m["cls_attention"]) == (2, 2, 4, 4)
     with open(tmp_path / "filter_pca.json") as f:
         pca = json.load(f)
-    assert pca["kernel_shape"] == [4, 4, 3, 16] and np.shape(pca["components"]) == (15, 4, 4, 3)  # 16 centred filters
+    assert pca["kernel_shape"] == [4, 4, 3, 16]
+    assert [m["model"] for m in pca["models"]] == ["trained", "init"]
+    assert np.shape(pca["models"][0]["components"]) == (15, 4, 4, 3)  # 16 centred filters
+    assert len(pca["random_gaussian"]["spectrum_mean"]) == 15
+    numbers = result["numbers"]
+    assert set(numbers) == ALL - {"attention_maps"}
+    for key in ("trained", "init", "random_mean", "random_min", "random_max"):
+        assert len(numbers["filter_pca"][key]) == 3, key  # k = 1, 4, 8
+    assert len(numbers["attention_distance"]["trained"]) == len(numbers["attention_distance"]["init"]) == 2
+    assert set(numbers["posemb_similarity"]["init"]) == {"neighbour", "same_row", "same_column", "other"}
     assert result["meta"]["num_images"] == 3 and result["meta"]["grid"] == [4, 4]
+
+
+def test_every_imshow_is_nearest_neighbour(tmp_path, monkeypatch):
+    """No figure smooths a token map or a filter into detail it does not have."""
+    import matplotlib.axes
+    calls = []
+    original = matplotlib.axes.Axes.imshow
+
+    def recording(self, *args, **kwargs):
+        calls.append(kwargs.get("interpolation"))
+        return original(self, *args, **kwargs)
+    monkeypatch.setattr(matplotlib.axes.Axes, "imshow", recording)
+    model, params = tiny.vit()
+    run.analyze(model, params, tiny.images(2), str(tmp_path), init_params=tiny.random_params(model, seed=1),
+                num_show=1)
+    assert calls and set(calls) == {"nearest"}, calls
 
 
 def test_sincos_vit_skips_only_the_posemb_similarity(tmp_path):
@@ -89,7 +125,7 @@ def test_workdir_and_command_line(tmp_path, capsys):
     workdir = _minimal_workdir(tmp_path / "run")
     parser = argparse.ArgumentParser()
     run.main_args(parser)
-    run.run(parser.parse_args(["--workdir", workdir, "--num_images", "3"]))
+    run.run(parser.parse_args(["--workdir", workdir, "--num_images", "3", "--no_init_control"]))
     out = os.path.join(workdir, "analysis")
     printed = capsys.readouterr().out
     for name in ALL:
@@ -97,6 +133,9 @@ def test_workdir_and_command_line(tmp_path, capsys):
     with open(os.path.join(out, "summary.json")) as f:
         summary = json.load(f)
     assert set(summary["written"]) == ALL and summary["meta"]["num_images"] == 3
+    assert summary["meta"]["models"] == ["trained"] and summary["meta"]["init_control"] == {"skipped": "--no_init_control"}
+    assert {r["model"] for r in _csv(os.path.join(out, "attention_distance.csv"))} == {"trained"}
+    assert "init" not in summary["numbers"]["filter_pca"]
 
 
 def test_without_images_the_other_figures_are_still_made(tmp_path, monkeypatch):
@@ -105,20 +144,53 @@ def test_without_images_the_other_figures_are_still_made(tmp_path, monkeypatch):
     def no_images(config, num_images):
         raise FileNotFoundError("fashion_mnist is not prepared")
     monkeypatch.setattr(run, "load_images", no_images)
-    result = run.analyze_workdir(workdir, out=str(tmp_path / "figs"), num_images=4)
+    result = run.analyze_workdir(workdir, out=str(tmp_path / "figs"), num_images=4, init_control=False)
     assert set(result["written"]) == {"posemb_similarity", "filter_pca"}
     assert "fashion_mnist is not prepared" in result["skipped"]["attention_maps"]
     assert os.path.exists(tmp_path / "figs" / "summary.json")
 
 
 def test_a_workdir_the_trainer_wrote(trained_tiny_run, tmp_path):
-    """The whole route: a checkpoint the trainer wrote (a real TrainState), test images, the analysis.
+    """The whole route: a checkpoint the trainer wrote (a real TrainState), test images, the analysis of
+    it and of its initialised control, every figure and both models' rows in every table.
 
     The run is the session's shared 2-step tiny run (tests/conftest.py), so this costs the analysis only."""
     result = run.analyze_workdir(trained_tiny_run, out=str(tmp_path / "analysis"), num_images=5)
     assert set(result["written"]) == ALL, result["skipped"]
     assert result["meta"]["num_images"] == 5 and result["meta"]["grid"] == [4, 4]
+    assert result["meta"]["models"] == ["trained", "init"] and result["meta"]["init_control"]["seed"] == 0
     _check_files(result)
-    assert len(_csv(tmp_path / "analysis" / "posemb_similarity.csv")) == 16 * 16
-    distance = _csv(tmp_path / "analysis" / "attention_distance.csv")
-    assert [(int(r["layer"]), int(r["head"])) for r in distance] == [(1, 1), (1, 2)]  # depth 1, 2 heads
+    assert {name: len(rows) for name, rows in _by_model(_csv(tmp_path / "analysis" / "posemb_similarity.csv")).items()} \
+        == {"trained": 256, "init": 256}
+    distance = _by_model(_csv(tmp_path / "analysis" / "attention_distance.csv"))
+    for name in ("trained", "init"):
+        assert [(int(r["layer"]), int(r["head"])) for r in distance[name]] == [(1, 1), (1, 2)]  # depth 1, 2 heads
+    with open(tmp_path / "analysis" / "summary.json") as f:
+        numbers = json.load(f)["numbers"]
+    assert set(numbers["filter_pca"]) >= {"trained", "init", "random_mean", "random_min", "random_max"}
+    assert set(numbers["attention_distance"]) >= {"trained", "init", "uniform"}
+    assert set(numbers["posemb_similarity"]) >= {"trained", "init"}
+
+
+def test_the_init_control_is_the_trainers_initialisation_of_the_runs_architecture(trained_tiny_run):
+    """Same architecture (every shape), different numbers from the trained ones, equal to the trainer's
+    own initial state for the config's seed."""
+    import jax
+    from vitjax import rundir
+    from vitjax.analysis import control
+    from vitjax.train import trainer
+
+    config = rundir.load_config(trained_tiny_run)
+    trained = rundir.read_checkpoint_params(trained_tiny_run)
+    model = run.model_from_config(config, trained)
+    init = control.initial_params(model, control.seed_of(config), tuple(config.data.synthetic.image_shape))
+    assert jax.tree.map(np.shape, init) == jax.tree.map(np.shape, trained)
+    control.check_same_shapes(trained, init)
+    differs = jax.tree.leaves(jax.tree.map(lambda a, b: not np.allclose(a, b), trained, init))
+    assert any(differs)  # two steps of training moved the parameters
+    plan = trainer.plan(config)
+    state = trainer.init_state(trainer.state_spec(config, plan), trainer.run_keys(config.seed)[0])
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(np.asarray(a), b, rtol=1e-6, atol=1e-7),
+                 state.params, init)
+    with pytest.raises(ValueError, match="do not match"):
+        control.check_same_shapes(trained, control.initial_params(model, 0, (32, 32, 3)))

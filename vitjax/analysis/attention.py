@@ -74,6 +74,14 @@ def patch_distances(grid: tuple[int, int], patch: int) -> np.ndarray:
     return np.linalg.norm(centres[:, None, :] - centres[None, :, :], axis=-1)
 
 
+def to_pixels(maps: np.ndarray, patch: int) -> np.ndarray:
+    """[..., rows, cols] -> [..., rows*patch, cols*patch]: each token becomes a patch x patch cell of
+    its own value. Nearest-neighbour on purpose: a smooth (bilinear) upsampling would draw detail
+    inside a patch that the attention, one number per token, does not have."""
+    maps = np.asarray(maps)
+    return np.repeat(np.repeat(maps, patch, axis=-2), patch, axis=-1)
+
+
 def num_prefix_tokens(weights: np.ndarray, grid: tuple[int, int]) -> int:
     """Tokens before the patch grid (1 for a CLS token, 0 for 'gap'), read off the sequence length."""
     extra = weights.shape[-1] - grid[0] * grid[1]

@@ -20,51 +20,73 @@ def _tick_every(n: int) -> int:
     return max(1, int(np.ceil(n / 8)))
 
 
-def posemb_similarity(similarity: np.ndarray, path: str) -> str:
-    """The paper's grid of small maps: tile (r, c) is patch (r, c)'s similarity to every patch.
-
-    Drawn as one mosaic image with one-pixel gaps (NaN, shown white) rather than rows*cols subplots,
-    which keeps a 24x24 grid (576 tiles) quick to draw.
-    """
+def _mosaic(similarity: np.ndarray) -> np.ndarray:
+    """The [rows, cols, rows, cols] maps laid out as one image, tile (r, c) holding patch (r, c)'s map,
+    with one-pixel gaps (NaN, drawn white) between tiles."""
     rows, cols = similarity.shape[:2]
     mosaic = np.full((rows * (rows + 1) - 1, cols * (cols + 1) - 1), np.nan)
     for r in range(rows):
         for c in range(cols):
             mosaic[r * (rows + 1):r * (rows + 1) + rows, c * (cols + 1):c * (cols + 1) + cols] = similarity[r, c]
-    size = min(12.0, 3.0 + 0.35 * max(rows, cols))
-    fig, ax = plt.subplots(figsize=(size, size))
-    image = ax.imshow(mosaic, cmap="viridis", vmin=-1, vmax=1, interpolation="nearest")
+    return mosaic
+
+
+def posemb_similarity(similarities: dict[str, np.ndarray], path: str) -> str:
+    """The paper's grid of small maps, one panel per model (titled by its key), on one colour scale.
+
+    Tile (r, c) is patch (r, c)'s similarity to every patch. One mosaic image a panel rather than
+    rows*cols subplots keeps a 24x24 grid (576 tiles) quick to draw.
+    """
+    first = next(iter(similarities.values()))
+    rows, cols = first.shape[:2]
+    size = min(8.0, 3.0 + 0.3 * max(rows, cols))
+    fig, axes = plt.subplots(1, len(similarities), figsize=(size * len(similarities) + 1, size),
+                             squeeze=False, layout="constrained")
     row_ticks = range(0, rows, _tick_every(rows))
     col_ticks = range(0, cols, _tick_every(cols))
-    ax.set_yticks([r * (rows + 1) + (rows - 1) / 2 for r in row_ticks], [str(r + 1) for r in row_ticks])
-    ax.set_xticks([c * (cols + 1) + (cols - 1) / 2 for c in col_ticks], [str(c + 1) for c in col_ticks])
-    ax.set_ylabel("Input patch row")
-    ax.set_xlabel("Input patch column")
-    ax.set_title("Position embedding similarity")
-    ax.tick_params(length=0)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="Cosine similarity")
+    for ax, (label, similarity) in zip(axes[0], similarities.items()):
+        image = ax.imshow(_mosaic(similarity), cmap="viridis", vmin=-1, vmax=1, interpolation="nearest")
+        ax.set_yticks([r * (rows + 1) + (rows - 1) / 2 for r in row_ticks], [str(r + 1) for r in row_ticks])
+        ax.set_xticks([c * (cols + 1) + (cols - 1) / 2 for c in col_ticks], [str(c + 1) for c in col_ticks])
+        ax.set_ylabel("Input patch row")
+        ax.set_xlabel("Input patch column")
+        ax.set_title(label)
+        ax.tick_params(length=0)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="Cosine similarity")
+    fig.suptitle("Position embedding similarity")
     return _save(fig, path)
 
 
-def attention_distance(distance: np.ndarray, path: str, *, uniform_distance: float | None = None,
+def attention_distance(distances: dict[str, np.ndarray], path: str, *, uniform_distance: float | None = None,
                        title: str = "Mean attention distance") -> str:
-    """Dots for each head's mean attention distance against its layer (paper Fig. 7 right)."""
-    layers, heads = distance.shape
-    fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    """Each head's mean attention distance against its layer (paper Fig. 7 right).
+
+    `distances` maps a label to [layers, heads]: the first (the trained model) is drawn one colour a
+    head, the rest (controls) as grey dots beside it, so a reader sees whether training moved the heads.
+    """
+    (label, trained), *controls = distances.items()
+    layers, heads = trained.shape
+    x = np.arange(1, layers + 1)
+    shift = 0.15 if controls else 0.0  # trained dots left of the layer, controls right of it
+    fig, ax = plt.subplots(figsize=(6.5, 4.5), layout="constrained")
+    for control_label, control in controls:
+        ax.scatter(np.repeat(x + shift, heads), control.ravel(), s=18, color="0.65",
+                   label=f"{control_label}: every head")
     colours = plt.get_cmap("tab20")(np.arange(heads) % 20)
     for head in range(heads):
-        ax.scatter(np.arange(1, layers + 1), distance[:, head], s=18, color=colours[head],
-                   label=f"Head {head + 1}" if heads <= 16 else None)
+        ax.scatter(x - shift, trained[:, head], s=18, color=colours[head],
+                   label=(f"{label}, head {head + 1}" if heads <= 16 else (label if head == 0 else None)))
     if uniform_distance is not None:
-        ax.axhline(uniform_distance, color="grey", linestyle="--", linewidth=1, label="uniform attention")
+        ax.axhline(uniform_distance, color="black", linestyle="--", linewidth=1, label="uniform attention")
     ax.set_xlabel("Network depth (layer)")
     ax.set_ylabel("Mean attention distance (pixels)")
     ax.set_xticks(np.arange(1, layers + 1, _tick_every(layers)))
     ax.set_xlim(0.5, layers + 0.5)
-    ax.set_ylim(bottom=0)
-    ax.set_title(title)
+    highest = max([trained.max(), uniform_distance or 0.0] + [control.max() for _, control in controls])
+    ax.set_ylim(0, 1.1 * highest)
+    ax.set_title(title, fontsize=10)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5), frameon=False)
     return _save(fig, path)
 
@@ -81,54 +103,117 @@ def displayable(image: np.ndarray) -> np.ndarray:
     return image
 
 
-def _overlay(ax, image, attention_map, title=None):
-    height, width = image.shape[:2]
-    ax.imshow(displayable(image), cmap="gray")
-    ax.imshow(attention_map, cmap="inferno", alpha=0.6, extent=(0, width, height, 0), interpolation="bilinear")
+def _bare(ax, title=None):
     ax.set_xticks([])
     ax.set_yticks([])
     if title:
         ax.set_title(title, fontsize=8)
 
 
-def attention_maps(images: np.ndarray, rollout: np.ndarray, cls: np.ndarray | None, path: str, *,
-                   max_heads: int = 12) -> str:
-    """One row per image: the input, its rollout map, then the last layer's CLS map per head."""
-    count = len(rollout)
-    heads = 0 if cls is None else min(cls.shape[1], max_heads)
-    columns = 2 + heads
-    fig, axes = plt.subplots(count, columns, figsize=(1.6 * columns, 1.6 * count), squeeze=False)
+def _overlay(ax, image, pixel_map, vmax, title=None):
+    """`pixel_map` (already one cell a token, at the patch grid's pixel size) over the image, drawn
+    'nearest' so no detail appears inside a token's cell."""
+    height, width = image.shape[:2]
+    ax.imshow(displayable(image), cmap="gray", interpolation="nearest")
+    ax.imshow(pixel_map, cmap="inferno", alpha=0.6, vmin=0, vmax=vmax, interpolation="nearest",
+              extent=(0, pixel_map.shape[1], pixel_map.shape[0], 0))
+    ax.set_xlim(0, width)
+    ax.set_ylim(height, 0)
+    _bare(ax, title)
+
+
+def _map_columns(subfig, images, rollout, cls, heads, vmax_rollout, vmax_cls):
+    """One model's block of the attention-map figure: its rollout, then a CLS map per head."""
+    axes = subfig.subplots(len(images), 1 + heads, squeeze=False)
     rollout_title = "Rollout (CLS)" if cls is not None else "Rollout (mean of patches)"
-    for i in range(count):
-        axes[i, 0].imshow(displayable(images[i]), cmap="gray")
-        axes[i, 0].set_xticks([])
-        axes[i, 0].set_yticks([])
-        if i == 0:
-            axes[i, 0].set_title("Input", fontsize=8)
-        _overlay(axes[i, 1], images[i], rollout[i], rollout_title if i == 0 else None)
+    for i, image in enumerate(images):
+        _overlay(axes[i, 0], image, rollout[i], vmax_rollout[i], rollout_title if i == 0 else None)
         for h in range(heads):
-            _overlay(axes[i, 2 + h], images[i], cls[i, h], f"CLS, head {h + 1}" if i == 0 else None)
+            _overlay(axes[i, 1 + h], image, cls[i, h], vmax_cls[i], f"CLS, head {h + 1}" if i == 0 else None)
+
+
+def _row_max(maps: list) -> np.ndarray:
+    # One colour scale per image, shared by the models: a flat map must look flat beside a peaked one.
+    present = [m.reshape(len(m), -1) for m in maps if m is not None]
+    return np.max(np.concatenate(present, axis=1), axis=1) if present else None
+
+
+def attention_maps(images: np.ndarray, maps: dict[str, tuple], path: str, *, max_heads: int = 12) -> str:
+    """One row per image: the input, then for each model (the key labels its block) the rollout map
+    and the last layer's CLS map per head.
+
+    `maps` holds (rollout [n, h, w], cls [n, heads, h, w] or None) per model, already upsampled to
+    pixels one cell a token (attention.to_pixels). Colours run from 0 to the image's largest value
+    over all models' maps of that kind, so the models' maps compare directly.
+    """
+    count = len(images)
+    first_cls = next(iter(maps.values()))[1]
+    heads = 0 if first_cls is None else min(first_cls.shape[1], max_heads)
+    vmax_rollout = _row_max([rollout for rollout, _ in maps.values()])
+    vmax_cls = _row_max([cls for _, cls in maps.values()])
+    cell = 1.5
+    fig = plt.figure(figsize=(cell * (1 + len(maps) * (1 + heads)) + 0.3, cell * count + 0.8), layout="constrained")
+    blocks = fig.subfigures(1, 1 + len(maps), width_ratios=[1] + [1 + heads] * len(maps), wspace=0.02)
+    input_axes = blocks[0].subplots(count, 1, squeeze=False)[:, 0]
+    for i, ax in enumerate(input_axes):
+        ax.imshow(displayable(images[i]), cmap="gray", interpolation="nearest")
+        _bare(ax, "Input" if i == 0 else None)
+    blocks[0].suptitle(" ", fontsize=10)  # aligns the input column with the labelled blocks
+    for block, (label, (rollout, cls)) in zip(blocks[1:], maps.items()):
+        _map_columns(block, images, rollout, cls, heads, vmax_rollout, vmax_cls)
+        block.suptitle(label, fontsize=10)
     suptitle = "Attention rollout across layers"
-    if cls is not None:
+    if first_cls is not None:
         suptitle += " and last-layer CLS attention per head"
-        if heads < cls.shape[1]:
-            suptitle += f" (first {heads} of {cls.shape[1]} heads)"
-    fig.suptitle(suptitle, fontsize=10)
+        if heads < first_cls.shape[1]:
+            suptitle += f" (first {heads} of {first_cls.shape[1]} heads)"
+    fig.suptitle(suptitle + "; one colour scale per image and kind of map, shared by the models", fontsize=10)
     return _save(fig, path)
 
 
-def filter_components(components: np.ndarray, explained: np.ndarray, path: str, *, title: str,
-                      columns: int = 7) -> str:
-    """Each principal component as a small kh x kw image, labelled with its share of the variance."""
+def _component_grid(subfig, components, explained, label, columns):
     count = len(components)
     rows = int(np.ceil(count / columns))
     columns = min(columns, count)
-    fig, axes = plt.subplots(rows, columns, figsize=(1.3 * columns, 1.45 * rows + 0.4), squeeze=False)
+    axes = subfig.subplots(rows, columns, squeeze=False)
     for ax in axes.ravel():
         ax.axis("off")
     for i, (component, share) in enumerate(zip(components, explained)):
         ax = axes[i // columns, i % columns]
         ax.imshow(displayable(component), cmap="gray", interpolation="nearest")
         ax.set_title(f"PC{i + 1} {100 * share:.1f}%", fontsize=7)
-    fig.suptitle(f"Principal components of the {title}", fontsize=9)
+    subfig.suptitle(label, fontsize=9)
+
+
+def _spectrum(ax, spectra: dict[str, np.ndarray], random: np.ndarray):
+    """Variance share per component: each model's line, and the random-filter band (min-max, mean)."""
+    x = np.arange(1, random.shape[1] + 1)
+    ax.fill_between(x, 100 * random.min(axis=0), 100 * random.max(axis=0), color="0.85",
+                    label=f"random Gaussian filters, min-max of {len(random)} draws")
+    ax.plot(x, 100 * random.mean(axis=0), color="0.45", linestyle="--", linewidth=1,
+            label="random Gaussian filters, mean")
+    styles = [dict(color="tab:blue", marker="o"), dict(color="tab:orange", marker="s")]
+    for (label, spectrum), style in zip(spectra.items(), styles * len(spectra)):
+        ax.plot(np.arange(1, len(spectrum) + 1), 100 * spectrum, markersize=3, linewidth=1.2, label=label, **style)
+    ax.set_yscale("log")
+    ax.set_xlabel("Principal component (largest variance first)")
+    ax.set_ylabel("Variance explained (%)")
+    ax.set_title("Variance spectrum against random filters of the same shape", fontsize=9)
+    ax.legend(fontsize=7, frameon=False)
+
+
+def filter_components(pcas: dict[str, tuple], spectra: dict[str, np.ndarray], random: np.ndarray, path: str, *,
+                      title: str, columns: int = 7) -> str:
+    """Top: each model's principal components (a small kh x kw image each, labelled with its share of
+    the variance), side by side. Bottom: the models' variance spectra against the band of random
+    Gaussian filters (`random`, [draws, components]), which tells structure from sampling noise."""
+    rows = max(int(np.ceil(len(components) / columns)) for components, _ in pcas.values())
+    width = max(6.0, 1.2 * min(columns, 28) * len(pcas))
+    fig = plt.figure(figsize=(width, 1.35 * rows + 4.2), layout="constrained")
+    top, bottom = fig.subfigures(2, 1, height_ratios=[1.35 * rows + 0.4, 3.4])
+    grids = top.subfigures(1, len(pcas), wspace=0.05, squeeze=False)[0]
+    for grid, (label, (components, explained)) in zip(grids, pcas.items()):
+        _component_grid(grid, components, explained, label, columns)
+    _spectrum(bottom.subplots(), spectra, random)
+    fig.suptitle(f"Principal components of the {title}", fontsize=10)
     return _save(fig, path)

@@ -33,7 +33,9 @@ def principal_components(kernel: np.ndarray, num_components: int = 28) -> dict:
     Each filter is a point in kh*kw*C dimensions; the mean filter is removed and the right singular
     vectors of the centred [D, kh*kw*C] matrix are the components, largest variance first.
     Returns 'components' [k, kh, kw, C] (unit norm) and 'explained_variance_ratio' [k], with k at most
-    `num_components` and the number of directions that carry any variance.
+    `num_components` and the number of directions that carry any variance, and 'spectrum': the
+    variance ratio of every direction that carries variance (min(D - 1, kh*kw*C) of them for filters in
+    general position), for comparisons with baselines.
     """
     kernel = np.asarray(kernel, np.float64)
     kh, kw, channels, count = kernel.shape
@@ -46,4 +48,22 @@ def principal_components(kernel: np.ndarray, num_components: int = 28) -> dict:
     # Directions without variance (beyond the rank of the centred filters) are arbitrary: left out.
     rank = int(np.sum(singular > 1e-9 * max(singular.max(initial=0.0), 1e-30)))
     k = min(num_components, rank)
-    return {"components": basis[:k].reshape(k, kh, kw, channels), "explained_variance_ratio": ratio[:k]}
+    return {"components": basis[:k].reshape(k, kh, kw, channels), "explained_variance_ratio": ratio[:k],
+            "spectrum": ratio[:rank]}
+
+
+def random_spectra(shape, draws: int = 20, seed: int = 0) -> np.ndarray:
+    """[draws, n]: the PCA spectra of `draws` kernels of `shape` with i.i.d. Gaussian entries.
+
+    The noise baseline for a filter spectrum: D random filters in kh*kw*C dimensions do not share
+    their variance equally (a finite sample never does), so an uneven trained spectrum means
+    structure only where it leaves this band. The scale does not matter: ratios are scale-free.
+    """
+    rng = np.random.default_rng(seed)
+    return np.stack([principal_components(rng.normal(size=shape))["spectrum"] for _ in range(draws)])
+
+
+def variance_in_first(spectrum: np.ndarray, ks) -> list[float]:
+    """The fraction of the variance in the first k components, for each k in `ks`."""
+    cumulative = np.cumsum(spectrum)
+    return [float(cumulative[min(k, len(cumulative)) - 1]) for k in ks]

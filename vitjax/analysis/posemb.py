@@ -50,3 +50,24 @@ def similarity_rows(similarity: np.ndarray) -> list[dict]:
     rows, cols = similarity.shape[:2]
     return [dict(query_row=qr, query_col=qc, key_row=kr, key_col=kc, cosine=float(similarity[qr, qc, kr, kc]))
             for qr in range(rows) for qc in range(cols) for kr in range(rows) for kc in range(cols)]
+
+
+def neighbour_similarity(similarity: np.ndarray) -> dict:
+    """Mean cosine similarity between distinct patches, by how they relate on the grid.
+
+    'neighbour': 4-neighbours; 'same_row' / 'same_column': sharing a row / column but not adjacent;
+    'other': sharing neither. A learned embedding that picked up the 2-D layout scores neighbour >
+    same row/column > other; a random (initial) one scores about zero everywhere.
+    """
+    rows, cols = similarity.shape[:2]
+    r = np.arange(rows)[:, None, None, None]
+    c = np.arange(cols)[None, :, None, None]
+    kr = np.arange(rows)[None, None, :, None]
+    kc = np.arange(cols)[None, None, None, :]
+    step = np.abs(r - kr) + np.abs(c - kc)
+    relations = {"neighbour": step == 1,
+                 "same_row": (r == kr) & (step > 1),
+                 "same_column": (c == kc) & (step > 1),
+                 "other": (r != kr) & (c != kc)}
+    return {name: float(similarity[np.broadcast_to(mask, similarity.shape)].mean()) if mask.any() else None
+            for name, mask in relations.items()}

@@ -1,13 +1,20 @@
 """`vitjax analyze`: figures that look inside a trained ViT (ViT paper Fig. 7), and the tables behind them.
 
-    vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64]
+    vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64] [--no_init_control]
 
 Writes into FIGDIR (default DIR/analysis), each figure beside its data:
     posemb_similarity.png / .csv    cosine similarity of learned position embeddings, patch by patch
     attention_distance.png / .csv   mean attention distance (pixels) of every head against depth
     attention_maps.png / .json      attention rollout and last-layer CLS attention, over test images
-    filter_pca.png / .json          principal components of the first-layer (patch-embedding) filters
-    summary.json                    what was written, what was skipped and why, and the settings
+    filter_pca.png / .json          principal components of the first-layer (patch-embedding) filters,
+                                    and their variance spectrum against random Gaussian filters
+    summary.json                    what was written, what was skipped and why, the settings, and
+                                    'numbers': each figure's read-out for every model analysed
+
+The initialised control: unless --no_init_control, the same architecture at its initialisation (the
+trainer's, from the config's seed; see control.py) is analysed too, beside the trained model in every
+figure and as rows with model=init in every table (model=trained for the checkpoint). Without that
+control a figure of a briefly trained ViT cannot be told from one of an untrained ViT.
 
 Figures that do not apply to a model (learned-posemb similarity for a sin-cos ViT, anything about
 attention for BiT) are skipped with a message; the rest are still produced. CLS handling: the
@@ -21,13 +28,17 @@ import csv
 import json
 import os
 import sys
+from typing import NamedTuple
 
 import numpy as np
 
-from vitjax.analysis import filters as filters_lib, posemb as posemb_lib
+from vitjax.analysis import control, filters as filters_lib, posemb as posemb_lib
+from vitjax.analysis.control import INIT, TRAINED
 from vitjax.analysis.posemb import NotApplicable
 
 NUM_SHOW = 8  # images drawn in the attention-map figure; all `num_images` enter the distance
+FIRST_K = (1, 4, 8)  # the summary's "variance in the first k principal components"
+RANDOM_DRAWS, RANDOM_SEED = 20, 0  # random Gaussian kernels behind the filter spectrum's noise band
 
 
 # --- Tables -------------------------------------------------------------------------------------
@@ -65,102 +76,153 @@ def _grid(model, image_shape) -> tuple[tuple[int, int], int]:
     return (image_shape[0] // patch, image_shape[1] // patch), patch
 
 
-def posemb_section(model, params, image_shape, out) -> list[str]:
+class Variant(NamedTuple):
+    """One model analysed: `name` fills the tables' `model` column, `label` titles its figure panels."""
+    name: str
+    label: str
+    params: dict
+
+
+def posemb_section(model, variants, image_shape, out) -> tuple[list[str], dict]:
     _vit_only(model, "the position-embedding similarity")
     if model.posemb != "learned":
         kind = "no position embedding" if model.posemb == "none" else "a fixed sin-cos table, similar by construction"
         raise NotApplicable(f"the model has posemb={model.posemb!r} ({kind}), not a learned position embedding, "
                             f"so there is no learned similarity pattern to show")
     grid, _ = _grid(model, image_shape)
-    similarity = posemb_lib.similarity_grid(params, grid, num_prefix=1 if model.pool == "tok" else 0)
+    prefix = 1 if model.pool == "tok" else 0
+    similarity = {v.name: posemb_lib.similarity_grid(v.params, grid, num_prefix=prefix) for v in variants}
     from vitjax.analysis import figures
-    return [figures.posemb_similarity(similarity, os.path.join(out, "posemb_similarity.png")),
-            _write_csv(os.path.join(out, "posemb_similarity.csv"), posemb_lib.similarity_rows(similarity))]
+    rows = [dict(model=v.name, **row) for v in variants for row in posemb_lib.similarity_rows(similarity[v.name])]
+    files = [figures.posemb_similarity({v.label: similarity[v.name] for v in variants},
+                                       os.path.join(out, "posemb_similarity.png")),
+             _write_csv(os.path.join(out, "posemb_similarity.csv"), rows)]
+    numbers = {v.name: posemb_lib.neighbour_similarity(similarity[v.name]) for v in variants}
+    numbers["note"] = ("mean cosine similarity between distinct patches: 4-neighbours, same row or column "
+                       "but not adjacent, neither")
+    return files, numbers
 
 
-def filters_section(model, params, out) -> list[str]:
-    kernel, description = filters_lib.first_layer_kernel(model, params)
-    pca = filters_lib.principal_components(kernel)
+def filters_section(model, variants, out) -> tuple[list[str], dict]:
+    """The PCA of each model's first-layer filters, and the noise baseline: random Gaussian kernels."""
+    kernels = {}
+    for v in variants:
+        kernels[v.name], description = filters_lib.first_layer_kernel(model, v.params)
+    pca = {name: filters_lib.principal_components(kernel) for name, kernel in kernels.items()}
+    shape = kernels[TRAINED].shape
+    random = filters_lib.random_spectra(shape, draws=RANDOM_DRAWS, seed=RANDOM_SEED)
+    first = {name: filters_lib.variance_in_first(p["spectrum"], FIRST_K) for name, p in pca.items()}
+    random_first = np.array([filters_lib.variance_in_first(spectrum, FIRST_K) for spectrum in random])
+    numbers = {"k": list(FIRST_K), **first, "random_mean": _rounded(random_first.mean(axis=0)),
+               "random_min": _rounded(random_first.min(axis=0)), "random_max": _rounded(random_first.max(axis=0)),
+               "random_draws": RANDOM_DRAWS, "random_seed": RANDOM_SEED}
     from vitjax.analysis import figures
-    png = figures.filter_components(pca["components"], pca["explained_variance_ratio"],
-                                    os.path.join(out, "filter_pca.png"), title=description)
+    png = figures.filter_components(
+        {v.label: (pca[v.name]["components"], pca[v.name]["explained_variance_ratio"]) for v in variants},
+        {v.label: pca[v.name]["spectrum"] for v in variants}, random,
+        os.path.join(out, "filter_pca.png"), title=description)
     table = _write_json(os.path.join(out, "filter_pca.json"), {
-        "description": description, "kernel_shape": list(kernel.shape),
-        "explained_variance_ratio": _rounded(pca["explained_variance_ratio"]),
-        "components": _rounded(pca["components"]),
+        "description": description, "kernel_shape": list(shape),
+        "variance_in_first_k": numbers,
+        "models": [{"model": v.name, "explained_variance_ratio": _rounded(pca[v.name]["explained_variance_ratio"]),
+                    "spectrum": _rounded(pca[v.name]["spectrum"]), "components": _rounded(pca[v.name]["components"])}
+                   for v in variants],
+        "random_gaussian": {"draws": RANDOM_DRAWS, "seed": RANDOM_SEED, "spectrum_mean": _rounded(random.mean(axis=0)),
+                            "spectrum_min": _rounded(random.min(axis=0)), "spectrum_max": _rounded(random.max(axis=0))},
     })
-    return [png, table]
+    return [png, table], numbers
 
 
-def attention_sections(model, params, images, out, *, num_show=NUM_SHOW) -> tuple[dict, dict]:
-    """Both attention figures from one pass over the images: ({name: paths}, settings for the summary)."""
+def _distance_files(model_stats, variants, grid, patch, uniform, out) -> list[str]:
+    from vitjax.analysis import figures
+    count = model_stats[TRAINED]["num_images"]
+    title = f"Mean attention distance ({count} images, {grid[0]}x{grid[1]} patches of {patch}px)"
+    layers, heads = model_stats[TRAINED]["distance"].shape
+    rows = [dict(model=v.name, layer=layer + 1, head=head + 1,
+                 mean_distance_px=round(float(model_stats[v.name]["distance"][layer, head]), 4))
+            for v in variants for layer in range(layers) for head in range(heads)]
+    return [figures.attention_distance({v.label: model_stats[v.name]["distance"] for v in variants},
+                                       os.path.join(out, "attention_distance.png"), uniform_distance=uniform, title=title),
+            _write_csv(os.path.join(out, "attention_distance.csv"), rows)]
+
+
+def _map_files(model_stats, variants, images, grid, patch, out) -> list[str]:
     from vitjax.analysis import attention, figures
-    grid, patch = _grid(model, images.shape[1:])
-    stats = attention.summarize(model, params, images, grid, patch, num_show=num_show)
-    distances = attention.patch_distances(grid, patch)
-    uniform = float(distances.mean())  # what a head attending everywhere equally would score
-    layers, heads = stats["distance"].shape
-    title = f"Mean attention distance ({stats['num_images']} images, {grid[0]}x{grid[1]} patches of {patch}px)"
-    distance_files = [
-        figures.attention_distance(stats["distance"], os.path.join(out, "attention_distance.png"),
-                                   uniform_distance=uniform, title=title),
-        _write_csv(os.path.join(out, "attention_distance.csv"), [
-            dict(layer=layer + 1, head=head + 1, mean_distance_px=round(float(stats["distance"][layer, head]), 4))
-            for layer in range(layers) for head in range(heads)]),
-    ]
-    shown = images[:len(stats["rollout"])]
-    map_files = [
-        figures.attention_maps(shown, stats["rollout"], stats["cls"], os.path.join(out, "attention_maps.png")),
+
+    def pixels(maps):
+        return None if maps is None else attention.to_pixels(maps, patch)
+    shown = images[:len(model_stats[TRAINED]["rollout"])]
+    drawn = {v.label: (pixels(model_stats[v.name]["rollout"]), pixels(model_stats[v.name]["cls"])) for v in variants}
+    return [
+        figures.attention_maps(shown, drawn, os.path.join(out, "attention_maps.png")),
         _write_json(os.path.join(out, "attention_maps.json"), {
             "grid": list(grid), "patch_size": patch, "num_images": len(shown),
             "note": "cls_attention: last layer, CLS query over patch keys (CLS key dropped, renormalised); "
                     "rollout: Abnar & Zuidema 2020, heads averaged, (A + I)/2 per layer, multiplied "
                     "through the layers; CLS row over patch keys (mean over patch rows without CLS)",
-            "rollout": _rounded(stats["rollout"]),
-            "cls_attention": None if stats["cls"] is None else _rounded(stats["cls"]),
+            "maps": [{"model": v.name, "rollout": _rounded(model_stats[v.name]["rollout"]),
+                      "cls_attention": None if model_stats[v.name]["cls"] is None
+                      else _rounded(model_stats[v.name]["cls"])} for v in variants],
         }),
     ]
-    meta = {"grid": list(grid), "patch_size": patch, "num_images": stats["num_images"],
+
+
+def attention_sections(model, variants, images, out, *, num_show=NUM_SHOW) -> tuple[dict, dict, dict]:
+    """Both attention figures from one pass over the images a model:
+    ({name: paths}, settings for the summary, summary numbers)."""
+    from vitjax.analysis import attention
+    grid, patch = _grid(model, images.shape[1:])
+    model_stats = {v.name: attention.summarize(model, v.params, images, grid, patch, num_show=num_show)
+                   for v in variants}
+    uniform = float(attention.patch_distances(grid, patch).mean())  # a head attending everywhere equally
+    files = {"attention_distance": _distance_files(model_stats, variants, grid, patch, uniform, out),
+             "attention_maps": _map_files(model_stats, variants, images, grid, patch, out)}
+    meta = {"grid": list(grid), "patch_size": patch, "num_images": model_stats[TRAINED]["num_images"],
             "uniform_attention_distance_px": uniform,
             "attention_distance_note": "per query patch, the attention-weighted mean pixel distance between "
                                        "patch centres, CLS dropped from queries and keys and rows "
                                        "renormalised; averaged over query patches and images"}
-    return {"attention_distance": distance_files, "attention_maps": map_files}, meta
+    numbers = {v.name: _rounded(model_stats[v.name]["distance"].mean(axis=1), 4) for v in variants}
+    numbers.update(uniform=round(uniform, 4), note="mean attention distance (pixels) per layer, averaged over heads")
+    return files, meta, numbers
 
 
 # --- Whole analyses -----------------------------------------------------------------------------
 
-def analyze(model, params, images, out: str, *, image_shape=None, images_note: str | None = None,
-            num_show: int = NUM_SHOW) -> dict:
+def analyze(model, params, images, out: str, *, init_params=None, init_label: str = "Initialised",
+            image_shape=None, images_note: str | None = None, num_show: int = NUM_SHOW) -> dict:
     """Every analysis that applies to `model` with `params`, written into `out`.
 
+    `init_params` (the same architecture at initialisation, see control.py) are analysed beside the
+    trained ones in every figure and table; without them the figures show the trained model alone.
     `images` [n, H, W, C] (preprocessed as for evaluation) feed the attention figures; without them
     (None, or empty) those are skipped, with `images_note` as the reason. `image_shape` (H, W, C)
     sets the patch grid when no images are given.
-    Returns {'out', 'written': {name: [paths]}, 'skipped': {name: reason}, 'meta': {...}}.
+    Returns {'out', 'written': {name: [paths]}, 'skipped': {name: reason}, 'meta': {...},
+    'numbers': {name: the summary numbers, per model}}.
     """
-    import flax.linen as nn
-    import jax
-
-    params = jax.tree.map(np.asarray, nn.meta.unbox(params))
+    variants = [Variant(TRAINED, "Trained", _host(params))]
+    if init_params is not None:
+        variants.append(Variant(INIT, init_label, _host(init_params)))
     os.makedirs(out, exist_ok=True)
     have_images = images is not None and len(images) > 0
     if have_images:
         images = np.asarray(images, np.float32)
         image_shape = images.shape[1:]
-    written, skipped, meta = {}, {}, {"model": type(model).__name__}
+    written, skipped, numbers = {}, {}, {}
+    meta = {"model": type(model).__name__, "models": [v.name for v in variants]}
 
     def attempt(name, section):
         try:
-            written[name] = section()
+            written[name], numbers[name] = section()
         except NotApplicable as reason:
             skipped[name] = str(reason)
 
     if image_shape is None:
         skipped["posemb_similarity"] = "no images and no image shape given, so the patch grid is unknown"
     else:
-        attempt("posemb_similarity", lambda: posemb_section(model, params, image_shape, out))
-    attempt("filter_pca", lambda: filters_section(model, params, out))
+        attempt("posemb_similarity", lambda: posemb_section(model, variants, image_shape, out))
+    attempt("filter_pca", lambda: filters_section(model, variants, out))
 
     attention_names = ("attention_distance", "attention_maps")
     try:
@@ -169,14 +231,21 @@ def analyze(model, params, images, out: str, *, image_shape=None, images_note: s
         skipped.update({name: str(reason) for name in attention_names})
     else:
         if have_images:
-            files, settings = attention_sections(model, params, images, out, num_show=num_show)
+            files, settings, numbers["attention_distance"] = attention_sections(model, variants, images, out,
+                                                                               num_show=num_show)
             written.update(files)
             meta.update(settings)
         else:
             reason = f"no test images: {images_note or 'none were given'}"
             skipped.update({name: reason for name in attention_names})
 
-    return {"out": out, "written": written, "skipped": skipped, "meta": meta}
+    return {"out": out, "written": written, "skipped": skipped, "meta": meta, "numbers": numbers}
+
+
+def _host(params) -> dict:
+    import flax.linen as nn
+    import jax
+    return jax.tree.map(np.asarray, nn.meta.unbox(params))
 
 
 def model_from_config(config, params):
@@ -220,8 +289,9 @@ def _try_load_images(config, num_images):
 
 
 def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None = None,
-                    num_images: int = 64) -> dict:
-    """Loads a run's config and newest (or the given) checkpoint and writes every analysis that applies."""
+                    num_images: int = 64, init_control: bool = True) -> dict:
+    """Loads a run's config and newest (or the given) checkpoint and writes every analysis that applies,
+    each beside the same analysis of the run's initial parameters unless `init_control` is False."""
     from vitjax import rundir
 
     run_dir = rundir.locate(workdir).run_dir
@@ -229,11 +299,30 @@ def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None
     params = rundir.read_checkpoint_params(checkpoint or workdir)
     model = model_from_config(config, params)
     images, note = _try_load_images(config, num_images)
+    image_shape = images.shape[1:] if images is not None else _configured_image_shape(config)
+    init_params, control_meta = (_init_control(config, model, params, image_shape) if init_control
+                                 else (None, {"skipped": "--no_init_control"}))
     result = analyze(model, params, images, out or rundir.file_path(run_dir, rundir.ANALYSIS), images_note=note,
-                     image_shape=_configured_image_shape(config))
-    result["meta"].update(workdir=run_dir, checkpoint=checkpoint, requested_images=num_images)
+                     image_shape=image_shape, init_params=init_params,
+                     init_label=f"Initialised (seed {control.seed_of(config)}, untrained)")
+    result["meta"].update(workdir=run_dir, checkpoint=checkpoint, requested_images=num_images,
+                          init_control=control_meta)
     _write_json(os.path.join(result["out"], "summary.json"), result)
     return result
+
+
+def _init_control(config, model, params, image_shape) -> tuple[dict | None, dict]:
+    """(the run's initial parameters or None, what the summary says about them)."""
+    seed = control.seed_of(config)
+    if image_shape is None:
+        return None, {"skipped": "no test images and no configured image shape, so the model cannot be initialised"}
+    init = control.initial_params(model, seed, image_shape)
+    try:
+        control.check_same_shapes(_host(params), init)
+    except ValueError as error:
+        return None, {"skipped": str(error)}
+    return init, {"seed": seed, "how": "model.init(trainer.run_keys(seed)[0], zeros[1, H, W, C], train=False): "
+                                      "the trainer's initialisation, the run's step-0 parameters"}
 
 
 def _configured_image_shape(config):
@@ -254,12 +343,15 @@ def main_args(parser) -> None:
                              "directory (default: the newest checkpoint in --workdir)")
     parser.add_argument("--out", default=None, help="where figures and tables go (default: WORKDIR/analysis)")
     parser.add_argument("--num_images", type=int, default=64, help="test images for the attention figures")
+    parser.add_argument("--no_init_control", dest="init_control", action="store_false",
+                        help="analyse the trained model alone, without the same architecture at its "
+                             "initialisation beside it in every figure and table")
 
 
 def run(args) -> None:
     try:
         result = analyze_workdir(args.workdir, checkpoint=args.checkpoint, out=args.out,
-                                 num_images=args.num_images)
+                                 num_images=args.num_images, init_control=args.init_control)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax analyze: error: {error}")
     for name, paths in result["written"].items():

@@ -90,7 +90,7 @@ def build(config, *, inference: bool = True, seed: int = 0) -> JaxModel:
     """Compiles the train step (and the forward pass) for `config`; nothing runs yet."""
     p = trainer.plan(config)
     spec = trainer.state_spec(config, p)
-    init_key, dropout_key = jax.random.split(jax.random.key(config.seed))
+    init_key, dropout_key = trainer.run_keys(config.seed)
     state = trainer.init_state(spec, init_key)
 
     start = time.perf_counter()

@@ -97,6 +97,12 @@ def state_spec(config, p: Plan) -> StateSpec:
     return StateSpec(tx, schedule, init, abstract, shardings, num_params)
 
 
+def run_keys(seed: int):
+    """(init_key, dropout_key) of a run with `seed`: the one derivation every user of a run's initial
+    parameters shares (the trainer, `vitjax bench`, `vitjax analyze`'s initialised control)."""
+    return jax.random.split(jax.random.key(seed))
+
+
 def init_state(spec: StateSpec, key):
     """The initial train state, created directly in its shards (no device ever holds all of it)."""
     return jax.jit(lambda k: nn.unbox(spec.init(k)), out_shardings=spec.shardings)(key)
@@ -170,7 +176,7 @@ def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
     """`train` once the workdir is this trainer's: claim it, restore or initialise, loop, finish."""
     _claim(workdir, config, force)
     start_time = time.time()
-    init_key, dropout_key = jax.random.split(jax.random.key(config.seed))
+    init_key, dropout_key = run_keys(config.seed)
     spec = state_spec(config, p)
 
     with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
