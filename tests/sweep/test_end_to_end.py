@@ -41,15 +41,18 @@ def _vitjax(*args, timeout=900):
                           timeout=timeout, cwd=ROOT)
 
 
+def run_sweep_file(base, body, arg=""):
+    """Writes `body` as BASE/tiny_sweep.py and runs it into BASE/out, two runs at a time (exercises
+    --parallel, and subprocess start-up overlaps on the two cores); returns (file, out, process)."""
+    sweep_file, out = base / "tiny_sweep.py", base / "out"
+    sweep_file.write_text(body)
+    run = _vitjax("sweep", f"{sweep_file}{arg}", "--workdir", str(out), "--parallel", "2")
+    return sweep_file, out, run
+
+
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
-    base = tmp_path_factory.mktemp("sweep")
-    sweep_file = base / "tiny_sweep.py"
-    sweep_file.write_text(SWEEP)
-    out = base / "out"
-    # Two at a time: exercises --parallel, and subprocess start-up overlaps on the two cores.
-    run = _vitjax("sweep", f"{sweep_file}:with_failure", "--workdir", str(out), "--parallel", "2")
-    return sweep_file, out, run
+    return run_sweep_file(tmp_path_factory.mktemp("sweep"), SWEEP, ":with_failure")
 
 
 def _rows(out):
@@ -99,15 +102,16 @@ def test_plot_draws_every_figure_with_its_table(swept, tmp_path):
     with open(figures / "data_scaling.csv") as f:
         rows = list(csv.DictReader(f))
     # A line joins runs that differ only in the x-axis key: patch 8 has one size, the failed run none.
-    assert sorted((r["name"], int(r["train_size"])) for r in rows) == [("vit_n128_p4", 128), ("vit_n512_p4", 512)]
-    assert rows[0]["fewshot_5shot"]
-    # The figure's table holds the runs' own results, not numbers of its own making.
+    assert sorted((r["runs"], int(r["train_size"])) for r in rows) == [("vit_n128_p4", 128), ("vit_n512_p4", 512)]
+    assert rows[0]["fewshot_5shot_mean"] and {r["n"] for r in rows} == {"1"} and rows[0]["accuracy_std"] == ""
+    # The figure's table holds the runs' own results (one seed: the mean is the run's), not numbers of its own.
     table = _rows(out)
     for row in rows:
-        for column in ("test_accuracy", "fewshot_5shot"):
-            assert float(row[column]) == pytest.approx(float(table[row["name"]][column]), abs=1e-6), (row, column)
+        for column in ("accuracy", "test_accuracy", "fewshot_5shot"):
+            assert float(row[f"{column}_mean"]) == pytest.approx(float(table[row["runs"]][column]), abs=1e-6), \
+                (row, column)
     with open(figures / "patch_size.csv") as f:
-        assert sorted((r["name"], int(r["patch_size"]), int(r["tokens"])) for r in csv.DictReader(f)) == \
+        assert sorted((r["runs"], int(r["patch_size"]), int(r["tokens"])) for r in csv.DictReader(f)) == \
             [("vit_n512_p4", 4, 16), ("vit_n512_p8", 8, 4)]  # 16x16 images
 
 

@@ -37,6 +37,22 @@ def test_a_good_sweep_resolves_every_run(tmp_path):
     assert "--config.data.train_size=64" in sweep.runs[0].train_argv("W")
 
 
+def test_budget_and_title_go_into_sweep_json(tmp_path):
+    path = _sweep_file(tmp_path, """
+        BUDGET = "steps = max(1,200, 8 epochs), batch 128"
+        TITLE = "ViT vs BiT"
+        def get_runs(arg=None):
+            return [("a", TINY, {})]
+    """)
+    sweep = spec.load(path)
+    assert (sweep.budget, sweep.title) == ("steps = max(1,200, 8 epochs), batch 128", "ViT vs BiT")
+    table.write_definition(str(tmp_path), sweep.describe())
+    saved = json.loads((tmp_path / table.SWEEP).read_text())
+    assert (saved["budget"], saved["title"]) == (sweep.budget, sweep.title)
+    bare = spec.load(_sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('a', TINY, {})]\n", "bare.py"))
+    assert bare.describe()["budget"] is None and bare.describe()["title"] is None
+
+
 @pytest.mark.parametrize("body, message", [
     ("def get_runs(arg=None):\n    return []\n", "defines no runs"),
     ("RUNS = []\n", "defines no get_runs"),
@@ -49,6 +65,7 @@ def test_a_good_sweep_resolves_every_run(tmp_path):
     ("def get_runs(arg=None):\n    return [('a', TINY, {'batch_size': True})]\n", "would be refused by `vitjax train`"),
     ("def get_runs(arg=None):\n    raise ValueError('takes steps=N')\n", "takes steps=N"),
     ("FEWSHOT = dict(shot=(1,))\ndef get_runs(arg=None):\n    return [('a', TINY, {})]\n", "FEWSHOT must be None"),
+    ("BUDGET = 700\ndef get_runs(arg=None):\n    return [('a', TINY, {})]\n", "BUDGET must be a string"),
 ])
 def test_bad_sweep_files_fail_with_a_clear_message(tmp_path, body, message):
     with pytest.raises(spec.SweepError) as error:

@@ -40,7 +40,8 @@ def test_concurrent_table_writes_neither_fail_nor_leave_half_files(tmp_path):
     errors = _all_at_once(lambda: table.write(str(out), rows))
     errors += _all_at_once(lambda: runner._write_table(str(out), say=print, quiet=True))
     assert errors == [], f"{len(errors)} of {2 * THREADS * WRITES} writes failed, e.g. {errors[:3]}"
-    assert sorted(os.listdir(out)) == [table.CSV, table.JSON, table.SWEEP]  # no temporary file left behind
+    assert sorted(os.listdir(out)) == sorted([table.CSV, table.JSON, table.SUMMARY_CSV, table.SUMMARY_JSON,
+                                               table.SWEEP])  # no temporary file left behind
     with open(out / table.CSV) as f:
         assert [row["name"] for row in csv.DictReader(f)] == ["r1", "r2", "r3", "r4", "r5"]
     assert len(json.loads((out / table.JSON).read_text())["runs"]) == 5

@@ -1,45 +1,56 @@
 """`vitjax plot DIR --out FIGDIR`: the ViT paper's sweep figures from a sweep's results table.
 
-    data_scaling.png / .csv   accuracy vs pre-training set size, log x, one line per model (paper Figs. 3-4):
-                              full test accuracy, and few-shot linear accuracy for each k
-    compute.png / .csv        test accuracy vs training compute (FLOPs, log x), by model family (Fig. 5)
+    data_scaling.png / .csv   accuracy vs labelled training examples (data.train_size), log x, one line per
+                              model (paper Figs. 3-4): test accuracy, and few-shot linear accuracy for each k
+    compute.png / .csv        test accuracy vs training compute (FLOPs, log x), every setting a point, each
+                              family's Pareto front a staircase (Fig. 5)
     patch_size.png / .csv     ViT accuracy and training throughput (img/s) vs patch size
 
-Each figure is written beside the table it was drawn from. A figure whose runs are missing (fewer than
-two data sizes, no FLOPs, fewer than two patch sizes) is skipped with the reason. Only finished runs are
-drawn.
+Every point is a group of finished runs that differ only in their training seed (aggregate.py): its mean,
+with the sample std over the seeds as error bars where a group has more than one run (the titles say over
+how many). The accuracy is the test accuracy at the best validation step where the runs had a validation
+split, else the final step's; the y axis says which. A sweep file's TITLE and BUDGET (in DIR/sweep.json)
+go into each figure's title.
+
+Each figure is written beside the table of groups it was drawn from. A figure whose runs are missing
+(fewer than two data sizes, no FLOPs, fewer than two patch sizes) is skipped with the reason.
 """
 import csv
 import json
+import math
 import os
 import re
+import textwrap
 
 from vitjax.rundir import flatten
+from vitjax.sweep import aggregate
 
 FAMILY_STYLE = {"vit": ("tab:blue", "o"), "bit": ("tab:orange", "s"), "hybrid": ("tab:green", "^")}
 FAMILY_NAME = {"vit": "ViT", "bit": "BiT (ResNet)", "hybrid": "Hybrid"}
+COUNT_UNITS = ((1e9, "B"), (1e6, "M"), (1e3, "k"))
+FLOP_UNITS = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
 
 def _style(family):
     return FAMILY_STYLE.get(family, ("tab:gray", "D"))
 
 
-def _shots(rows) -> list[int]:
-    found = {int(m.group(1)) for r in rows for k in r if (m := re.fullmatch(r"fewshot_(\d+)shot", k))}
+def _shots(groups) -> list[int]:
+    found = {int(m.group(1)) for g in groups for k in g
+             if (m := re.fullmatch(r"fewshot_(\d+)shot_mean", k)) and g[k] is not None}
     return sorted(found)
 
 
-def _groups(rows, column: str, varying: tuple, min_points: int = 2) -> list[tuple[str, str, list]]:
-    """Lines of a figure: runs whose configs differ only in the `varying` dotted keys, with at least
-    `min_points` distinct values of the table `column` (the x-axis). Returns (label, colour, runs) sorted
-    by label; a family with one line gets its own colour, several lines get the default cycle."""
-    groups = {}
-    for row in rows:
-        flat = flatten(row.get("config") or {})
-        signature = json.dumps({k: v for k, v in flat.items() if k not in varying and not k.startswith("mesh.")},
-                               sort_keys=True, default=str)
-        groups.setdefault(signature, []).append(row)
-    kept = [members for members in groups.values() if len({r[column] for r in members}) >= min_points]
+def _groups(groups, column: str, varying: tuple, min_points: int = 2) -> list[tuple[str, str, list]]:
+    """Lines of a figure: seed groups whose configs differ only in the `varying` dotted keys, with at
+    least `min_points` distinct values of `column` (the x-axis). Returns (label, colour, groups) sorted by
+    label; a family with one line gets its own colour, several lines get the default cycle."""
+    lines_of = {}
+    for group in groups:
+        flat = flatten(group.get("config") or {})
+        signature = json.dumps({k: v for k, v in flat.items() if k not in varying}, sort_keys=True, default=str)
+        lines_of.setdefault(signature, []).append(group)
+    kept = [members for members in lines_of.values() if len({g[column] for g in members}) >= min_points]
     lines, used = [], {}
     for members in sorted(kept, key=lambda m: m[0]["model"]):
         label = members[0]["model"]
@@ -53,11 +64,12 @@ def _groups(rows, column: str, varying: tuple, min_points: int = 2) -> list[tupl
             for i, (label, m) in enumerate(lines)]
 
 
-def _write_csv(path, rows, columns):
+def _write_csv(path, groups, columns):
+    """The figure's table: one line per group (seeds and runs space-separated, a NaN std empty)."""
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(aggregate.csv_row(g) for g in groups)
     return path
 
 
@@ -65,7 +77,7 @@ def _figure(ncols):
     import matplotlib
     matplotlib.use("Agg")  # headless: no display on training machines or in tests
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, ncols, figsize=(5.2 * ncols, 4.0), squeeze=False)
+    fig, axes = plt.subplots(1, ncols, figsize=(5.6 * ncols, 4.6), squeeze=False)
     return plt, fig, axes[0]
 
 
@@ -80,138 +92,223 @@ class Skipped(Exception):
     pass
 
 
+# --- what every figure shares: labels, titles, error bars, ticks ----------------------------------
+
+def accuracy_label(groups) -> str:
+    """The y axis: which test accuracy the groups' `accuracy` is (table.headline_accuracy)."""
+    sources = {g.get("accuracy_from") for g in groups}
+    if sources == {"best_val"}:
+        return "test accuracy at best validation [%]"
+    if sources == {"final"}:
+        return "test accuracy (final step) [%]"
+    return "test accuracy (at best validation, else final step) [%]"
+
+
+def seed_note(groups) -> str:
+    """'mean ± std over 3 seeds' (or '1-3 seeds'), or 'one run per point' when no setting was repeated."""
+    counts = sorted({g["n"] for g in groups})
+    if counts == [1]:
+        return "one run per point (a single seed)"
+    seeds = f"{counts[0]} seeds" if len(counts) == 1 else f"{counts[0]}-{counts[-1]} seeds"
+    return f"mean ± std over {seeds}"
+
+
+def _title(fig, meta, groups, what: str) -> None:
+    """The figure's title: the sweep's TITLE (else `what`), its BUDGET and how many seeds each point has."""
+    meta = meta or {}
+    width = int(fig.get_figwidth() * 14)
+    lines = [meta.get("title") or what]
+    if meta.get("budget"):
+        lines.append(f"budget: {meta['budget']}")
+    lines.append(seed_note(groups))
+    fig.suptitle("\n".join(textwrap.fill(line, width) for line in lines), fontsize=9)
+
+
+def _errorbar(ax, xs, groups, metric, **style):
+    """Means of `metric` (fractions, drawn as %) at xs, with the seeds' std as error bars where n > 1."""
+    means = [100 * g[f"{metric}_mean"] for g in groups]
+    stds = [g[f"{metric}_std"] for g in groups]
+    yerr = [0.0 if s is None or math.isnan(s) else 100 * s for s in stds]
+    return ax.errorbar(xs, means, yerr=yerr if any(yerr) else None, capsize=3, **style)
+
+
+def _short(n: float, units=COUNT_UNITS) -> str:
+    """1000 -> '1k', 1500000 -> '1.5M', 500 -> '500' (FLOP_UNITS: 3.2e12 -> '3.2T'): tick labels."""
+    for scale, suffix in units:
+        if n >= scale:
+            return f"{n / scale:.3g}{suffix}"
+    return f"{n:.3g}"
+
+
+def _value_ticks(ax, values, units=COUNT_UNITS) -> None:
+    """A log x axis whose ticks are the values themselves in plain numbers (500, 1.7k, 55k; 3.2T FLOPs)
+    rather than powers of ten; of values closer than a factor 1.25 only the first gets a tick."""
+    ticks = []
+    for value in sorted(set(values)):
+        if not ticks or value >= 1.25 * ticks[-1]:
+            ticks.append(value)
+    ax.set_xscale("log")
+    ax.set_xticks(ticks, [_short(v, units) for v in ticks])
+    ax.minorticks_off()
+
+
 # --- (a) accuracy vs data size --------------------------------------------------------------------
 
-def data_scaling(rows, out) -> list[str]:
-    rows = [r for r in rows if r.get("train_size") and r.get("test_accuracy") is not None]
-    lines = _groups(rows, "train_size", ("data.train_size",))
+def data_scaling(rows, out, meta=None) -> list[str]:
+    groups = [g for g in aggregate.groups(rows) if g.get("train_size")]
+    lines = _groups(groups, "train_size", ("data.train_size",))
     if not lines:
         raise Skipped("needs finished runs of at least two training-set sizes (data.train_size) that differ "
                       "in nothing else")
-    shots = _shots(rows)
+    drawn = [g for _, _, members in lines for g in members]
+    shots = _shots(drawn)
     plt, fig, axes = _figure(2 if shots else 1)
     styles = ["-", "--", "-.", ":"]
     table = []
     for label, color, members in lines:
-        members = sorted(members, key=lambda r: r["train_size"])
+        members = sorted(members, key=lambda g: g["train_size"])
         marker = _style(members[0]["family"])[1]
-        axes[0].plot([r["train_size"] for r in members], [100 * r["test_accuracy"] for r in members],
-                     marker=marker, color=color, label=label)
+        _errorbar(axes[0], [g["train_size"] for g in members], members, "accuracy", marker=marker, color=color,
+                  label=label)
         for i, k in enumerate(shots):
-            points = [(r["train_size"], 100 * r[f"fewshot_{k}shot"]) for r in members
-                      if r.get(f"fewshot_{k}shot") is not None]
-            if points:
-                axes[1].plot(*zip(*points), marker=marker, color=color, linestyle=styles[i % 4], markersize=4)
-        for r in members:
-            table.append({"model": label, "family": r["family"], "train_size": r["train_size"],
-                          "test_accuracy": r["test_accuracy"], "params": r.get("params"),
-                          "train_flops": r.get("train_flops"), "name": r["name"],
-                          **{f"fewshot_{k}shot": r.get(f"fewshot_{k}shot") for k in shots}})
-    axes[0].set_title("Full training: test accuracy")
-    if shots:
-        # One legend entry per model (colour) and per k (line style) instead of one per pair.
-        from matplotlib.lines import Line2D
-        handles = [Line2D([], [], color=color, marker=_style(m[0]["family"])[1], label=label)
-                   for label, color, m in lines]
-        handles += [Line2D([], [], color="gray", linestyle=styles[i % 4], label=f"{k}-shot")
-                    for i, k in enumerate(shots)]
-        axes[1].legend(handles=handles, fontsize=7)
-        axes[1].set_title("Linear few-shot probe on frozen features")
-    sizes = sorted({r["train_size"] for r in table})
-    for ax in axes:
-        ax.set_xscale("log")
-        ax.set_xticks(sizes, [_short(n) for n in sizes])
-        ax.minorticks_off()
-        ax.set_xlabel("pre-training examples (data.train_size)")
-        ax.set_ylabel("accuracy [%]")
-        ax.grid(True, which="both", alpha=0.3)
+            probed = [g for g in members if g.get(f"fewshot_{k}shot_mean") is not None]
+            if probed:
+                _errorbar(axes[1], [g["train_size"] for g in probed], probed, f"fewshot_{k}shot", marker=marker,
+                          color=color, linestyle=styles[i % 4], markersize=4)
+        table += [{**g, "line": label} for g in members]
+    axes[0].set_title("Test accuracy", fontsize=9)
+    axes[0].set_ylabel(accuracy_label(drawn))
     axes[0].legend(fontsize=7)
-    columns = ["model", "family", "train_size", "test_accuracy", *[f"fewshot_{k}shot" for k in shots],
-               "params", "train_flops", "name"]
+    if shots:
+        _fewshot_legend(axes[1], lines, shots, styles)
+    for ax in axes:
+        _value_ticks(ax, [g["train_size"] for g in drawn])
+        ax.set_xlabel("labelled training examples (data.train_size)")
+        ax.grid(True, which="both", alpha=0.3)
+    _title(fig, meta, drawn, "Accuracy vs training-set size")
+    columns = ["line", "family", "model", "train_size", "n", "seeds", *_stat_columns(["accuracy"]), "accuracy_from",
+               *_stat_columns(["test_accuracy", "best_val_accuracy"], ("mean",)),
+               *_stat_columns([f"fewshot_{k}shot" for k in shots], ("mean", "std")),
+               "params", "train_flops", "examples_seen", "runs"]
     return [_save(plt, fig, os.path.join(out, "data_scaling.png")),
             _write_csv(os.path.join(out, "data_scaling.csv"), table, columns)]
 
 
-def _short(n: int) -> str:
-    """1000 -> '1k', 1500000 -> '1.5M': tick labels for set sizes."""
-    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
-        if n >= scale:
-            return f"{n / scale:.3g}{suffix}"
-    return str(n)
+def _stat_columns(metrics, stats=aggregate.STATS) -> list[str]:
+    return [f"{m}_{stat}" for m in metrics for stat in stats]
+
+
+def _fewshot_legend(ax, lines, shots, styles) -> None:
+    """One legend entry per model (colour) and per k (line style) instead of one per pair."""
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], color=color, marker=_style(m[0]["family"])[1], label=label)
+               for label, color, m in lines]
+    handles += [Line2D([], [], color="gray", linestyle=styles[i % 4], label=f"{k}-shot")
+                for i, k in enumerate(shots)]
+    ax.legend(handles=handles, fontsize=7)
+    ax.set_title("Linear few-shot probe on frozen features", fontsize=9)
+    ax.set_ylabel("few-shot accuracy [%]")
 
 
 # --- (b) accuracy vs compute ----------------------------------------------------------------------
 
-def compute(rows, out) -> list[str]:
-    rows = [r for r in rows if (r.get("train_flops") or 0) > 0 and r.get("test_accuracy") is not None]
-    if not rows:
+def pareto_front(groups) -> list[dict]:
+    """The groups no other beats with fewer or equal FLOPs: the upper-left staircase of mean accuracy
+    against train_flops, in order of FLOPs."""
+    front, best = [], -math.inf
+    for group in sorted(groups, key=lambda g: (g["train_flops"], -g["accuracy_mean"])):
+        if group["accuracy_mean"] > best:
+            front.append(group)
+            best = group["accuracy_mean"]
+    return front
+
+
+def _annotate(ax, members) -> None:
+    """Names each point of a family by its training-set size, and by its model where the family has several."""
+    several = len({g["model"] for g in members}) > 1
+    for g in members:
+        parts = ([g["model"]] if several else []) + ([_short(g["train_size"])] if g.get("train_size") else [])
+        ax.annotate(", ".join(parts), (g["train_flops"], 100 * g["accuracy_mean"]), fontsize=6, xytext=(4, -2),
+                    textcoords="offset points")
+
+
+def compute(rows, out, meta=None) -> list[str]:
+    groups = [g for g in aggregate.groups(rows) if (g.get("train_flops") or 0) > 0]
+    if not groups:
         raise Skipped("needs finished runs with train_flops in their results")
     plt, fig, axes = _figure(1)
-    ax = axes[0]
-    for family in sorted({r["family"] for r in rows}):
-        members = [r for r in rows if r["family"] == family]
+    ax, table = axes[0], []
+    for family in sorted({g["family"] for g in groups}):
+        members = [g for g in groups if g["family"] == family]
+        front = pareto_front(members)
         color, marker = _style(family)
-        ax.scatter([r["train_flops"] for r in members], [100 * r["test_accuracy"] for r in members],
-                   color=color, marker=marker, label=FAMILY_NAME.get(family, family))
-        for r in members:
-            ax.annotate(r["name"], (r["train_flops"], 100 * r["test_accuracy"]), fontsize=6, xytext=(3, 3),
-                        textcoords="offset points")
-    ax.set_xscale("log")
+        _errorbar(ax, [g["train_flops"] for g in members], members, "accuracy", color=color, marker=marker,
+                  linestyle="none", label=FAMILY_NAME.get(family, family))
+        # Carried on to the family's largest budget: the best accuracy bought with at most x FLOPs.
+        xs = [g["train_flops"] for g in front] + [max(g["train_flops"] for g in members)]
+        ys = [100 * g["accuracy_mean"] for g in front] + [100 * front[-1]["accuracy_mean"]]
+        ax.step(xs, ys, where="post", color=color, alpha=0.6, linewidth=1.2)
+        _annotate(ax, members)
+        table += [{**g, "pareto": any(g is f for f in front)} for g in members]
+    _value_ticks(ax, [g["train_flops"] for g in groups], FLOP_UNITS)
+    ax.margins(x=0.15)  # room for the right-most points' names
     ax.set_xlabel("training compute [FLOPs] (XLA cost analysis x steps)")
-    ax.set_ylabel("test accuracy [%]")
-    ax.set_title("Accuracy vs training compute")
+    ax.set_ylabel(accuracy_label(groups))
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    table = [{k: r.get(k) for k in ("name", "family", "model", "train_size", "train_flops", "params",
-                                      "test_accuracy")} for r in rows]
+    ax.legend(fontsize=7, title="line: Pareto front", title_fontsize=7)
+    _title(fig, meta, groups, "Accuracy vs training compute")
+    columns = ["family", "model", "train_size", "patch_size", "n", "seeds", *_stat_columns(["accuracy"]),
+               "accuracy_from", "train_flops", "flops_per_step", "params", "pareto", "runs"]
     return [_save(plt, fig, os.path.join(out, "compute.png")),
-            _write_csv(os.path.join(out, "compute.csv"), table, list(table[0]))]
+            _write_csv(os.path.join(out, "compute.csv"), table, columns)]
 
 
 # --- (c) patch size -------------------------------------------------------------------------------
 
-def patch_size(rows, out) -> list[str]:
-    rows = [r for r in rows if r.get("patch_size") and r.get("test_accuracy") is not None
-            and r.get("family") in ("vit", "hybrid")]
+def patch_size(rows, out, meta=None) -> list[str]:
+    groups = [g for g in aggregate.groups(rows) if g.get("patch_size") and g.get("family") in ("vit", "hybrid")]
     # A paper-scale ViT sets its patch through the variant name (B/16 vs B/32).
-    lines = _groups(rows, "patch_size", ("model.patch_size", "model.variant"))
+    lines = _groups(groups, "patch_size", ("model.patch_size", "model.variant"))
     if not lines:
         raise Skipped("needs finished ViT runs of at least two patch sizes (model.patch_size) that differ in "
                       "nothing else")
     plt, fig, axes = _figure(2)
     table = []
     for label, color, members in lines:
-        members = sorted(members, key=lambda r: r["patch_size"])
+        members = sorted(members, key=lambda g: g["patch_size"])
         label = re.sub(r"(/| p)\d+$", "", label)  # the patch is the x-axis
         marker = _style(members[0]["family"])[1]
-        axes[0].plot([r["patch_size"] for r in members], [100 * r["test_accuracy"] for r in members],
-                     marker=marker, color=color, label=label)
-        rates = [(r["patch_size"], r["img_per_sec"]) for r in members if r.get("img_per_sec")]
+        _errorbar(axes[0], [g["patch_size"] for g in members], members, "accuracy", marker=marker, color=color,
+                  label=label)
+        rates = [(g["patch_size"], g["img_per_sec"]) for g in members if g.get("img_per_sec")]
         if rates:
             axes[1].plot(*zip(*rates), marker=marker, color=color, label=label)
-        for r in members:
-            table.append({"model": label, "patch_size": r["patch_size"], "tokens": _tokens(r),
-                          "test_accuracy": r["test_accuracy"], "img_per_sec": r.get("img_per_sec"),
-                          "flops_per_step": r.get("flops_per_step"), "params": r.get("params"), "name": r["name"]})
-    axes[0].set_ylabel("test accuracy [%]")
-    axes[0].set_title("Accuracy vs patch size")
+        table += [{**g, "line": label, "tokens": _tokens(g)} for g in members]
+    axes[0].set_ylabel(accuracy_label(table))
+    axes[0].set_title("Accuracy vs patch size", fontsize=9)
     axes[1].set_ylabel("training throughput [img/s]")
     axes[1].set_yscale("log")
-    axes[1].set_title("Training throughput (median of logged windows)")
+    from matplotlib.ticker import FuncFormatter
+    # 300, 1000: not 3x10^2; of the minor ticks only 2, 3 and 5 times a power of ten are named.
+    axes[1].yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+    axes[1].yaxis.set_minor_formatter(FuncFormatter(lambda y, _: f"{y:g}" if f"{y:e}"[0] in "235" else ""))
+    axes[1].set_title("Training throughput (median of logged windows; mean over seeds)", fontsize=9)
     for ax in axes:
         ax.set_xscale("log", base=2)
-        ticks = sorted({r["patch_size"] for r in table})
+        ticks = sorted({g["patch_size"] for g in table})
         ax.set_xticks(ticks, [str(t) for t in ticks])
         ax.set_xlabel("patch size [pixels]")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    columns = ["model", "patch_size", "tokens", "test_accuracy", "img_per_sec", "flops_per_step", "params", "name"]
+    _title(fig, meta, table, "Patch size")
+    columns = ["line", "model", "patch_size", "tokens", "n", "seeds", *_stat_columns(["accuracy"]), "accuracy_from",
+               "img_per_sec", "flops_per_step", "train_flops", "params", "runs"]
     return [_save(plt, fig, os.path.join(out, "patch_size.png")),
             _write_csv(os.path.join(out, "patch_size.csv"), table, columns)]
 
 
-def _tokens(row):
-    shape, patch = row.get("image_shape"), row["patch_size"]
+def _tokens(group):
+    shape, patch = group.get("image_shape"), group["patch_size"]
     return (shape[0] // patch) * (shape[1] // patch) if shape and patch else None
 
 
@@ -220,16 +317,18 @@ FIGURES = {"data_scaling": data_scaling, "compute": compute, "patch_size": patch
 
 def plot(sweep_dir: str, out: str | None = None) -> dict:
     """Draws every figure the sweep's finished runs allow; returns {'written': {...}, 'skipped': {...}}."""
+    from vitjax import rundir
     from vitjax.sweep import table
     if not os.path.isdir(sweep_dir):
         raise FileNotFoundError(f"{sweep_dir} is not a directory; pass a sweep's --workdir")
     rows = [r for r in table.read(sweep_dir) if r.get("status") == "finished"]
+    meta = rundir.read_json(sweep_dir, table.SWEEP) or {}
     out = out or os.path.join(sweep_dir, "figures")
     os.makedirs(out, exist_ok=True)
     result = {"out": out, "runs": len(rows), "written": {}, "skipped": {}}
     for name, draw in FIGURES.items():
         try:
-            result["written"][name] = draw(rows, out)
+            result["written"][name] = draw(rows, out, meta)
         except Skipped as reason:
             result["skipped"][name] = str(reason)
     return result

@@ -6,7 +6,9 @@ A sweep file is a Python file that defines
         return [("vit_n1000", "configs/fashion_mnist/vit.py", {"data.train_size": 1000}), ...]
 
 and optionally `FEWSHOT = dict(shots=(1, 5, 10, 25), seeds=3, max_test_examples=None, data=None)`
-(None turns the few-shot probe off; `data` changes the data config for the probe only).
+(None turns the few-shot probe off; `data` changes the data config for the probe only), and optionally
+`BUDGET = "steps = max(1,200, 8 epochs), batch 128"` (the training budget's rule in words) and
+`TITLE = "..."`: both go into DIR/sweep.json, and `vitjax plot` puts them in the figures' titles.
 `arg` is what follows the colon in `experiments/x.py:arg`. Config paths are tried relative to the
 current directory, then to the sweep file's directory and its parent (the repository root for files
 under experiments/).
@@ -51,9 +53,12 @@ class Sweep:
     arg: str | None
     runs: list[Run]
     fewshot: dict | None  # {'shots': (...), 'seeds': n, 'max_test_examples': n or None}; None: off
+    budget: str | None = None  # the sweep file's BUDGET: the training budget's rule in words
+    title: str | None = None  # the sweep file's TITLE
 
     def describe(self) -> dict:
         return {"sweep_file": self.path, "arg": self.arg, "fewshot": self.fewshot,
+                "budget": self.budget, "title": self.title,
                 "runs": [{"name": r.name, "config": r.config, "overrides": r.overrides, "config_dict": r.config_dict}
                          for r in self.runs]}
 
@@ -90,7 +95,16 @@ def load(path_with_arg: str) -> Sweep:
     entries = [_entry(item, i, path) for i, item in enumerate(raw)]
     _check_names([name for name, _, _ in entries], path)
     runs = [_resolve(name, config, overrides, base_dirs) for name, config, overrides in entries]
-    return Sweep(path=os.path.abspath(path), arg=arg, runs=runs, fewshot=_fewshot_settings(module, path))
+    return Sweep(path=os.path.abspath(path), arg=arg, runs=runs, fewshot=_fewshot_settings(module, path),
+                 budget=_text(module, "BUDGET", path), title=_text(module, "TITLE", path))
+
+
+def _text(module, name, path) -> str | None:
+    """The sweep file's module-level string `name` (BUDGET, TITLE), or None where it has none."""
+    value = getattr(module, name, None)
+    if value is not None and not isinstance(value, str):
+        raise SweepError(f"{path}: {name} must be a string (it goes into the figures' titles), got {value!r}")
+    return value
 
 
 def _entry(item, index, path):

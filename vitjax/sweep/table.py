@@ -2,6 +2,12 @@
 
     DIR/results.csv    the columns below, one line per run (what the figures are drawn from)
     DIR/results.json   the same rows plus each run's full config, overrides and few-shot spreads
+    DIR/summary.csv    the finished runs averaged over training seeds (aggregate.py), written with them
+    DIR/summary.json   the same groups plus each group's config (seeds removed) and runs
+
+`accuracy` is the one number the figures use: `test_accuracy_at_best` (test accuracy of the checkpoint
+with the best validation accuracy) where the run had a validation split, else `test_accuracy` (the
+final step's); `accuracy_from` says which ('best_val' or 'final'). `seed` is the config's training seed.
 
 A row's status: 'finished' (results.json, and few-shot done where asked), 'failed' (failed.json: the
 error and traceback of the stage that failed), 'running' (a process holds the run's sweep lock,
@@ -23,14 +29,16 @@ import threading
 import uuid
 
 from vitjax import rundir
-from vitjax.sweep import runlock, stale
+from vitjax.sweep import aggregate, runlock, stale
 
 SWEEP = "sweep.json"  # the sweep's definition, written by the runner; lets `vitjax plot` list pending runs
 CSV, JSON = "results.csv", "results.json"
+SUMMARY_CSV, SUMMARY_JSON = "summary.csv", "summary.json"  # the runs averaged over seeds (aggregate.py)
 
 COLUMNS = ["name", "status", "family", "model", "patch_size", "train_size", "params", "flops_per_step",
            "train_flops", "steps", "batch_size", "examples_seen", "wall_seconds", "core_hours", "img_per_sec",
-           "test_accuracy", "test_loss"]
+           "seed", "accuracy", "accuracy_from", "test_accuracy", "test_accuracy_at_best", "best_val_accuracy",
+           "best_step", "test_loss"]
 
 # One collect-and-write at a time in this process: the table written last is then the newest.
 _UPDATE_LOCK = threading.Lock()
@@ -87,6 +95,16 @@ def model_description(config: dict) -> tuple[str, str, int | None]:
     return name, name, None
 
 
+def headline_accuracy(results: dict) -> tuple[float | None, str | None]:
+    """(accuracy, 'best_val' or 'final'): the test accuracy at the best validation step where the run
+    had a validation split, else the final step's; (None, None) before the run has results."""
+    if results.get("test_accuracy_at_best") is not None:
+        return results["test_accuracy_at_best"], "best_val"
+    if results.get("test_accuracy") is not None:
+        return results["test_accuracy"], "final"
+    return None, None
+
+
 def run_row(name: str, run_dir: str, *, config: dict | None = None, config_file: str = "",
             overrides: dict | None = None, want_fewshot: bool = False) -> dict:
     """One table row (all fields; COLUMNS and the few-shot columns are what the CSV keeps).
@@ -108,8 +126,11 @@ def run_row(name: str, run_dir: str, *, config: dict | None = None, config_file:
         "img_per_sec": recorded.img_per_sec,
     }
     for key in ("params", "flops_per_step", "train_flops", "steps", "examples_seen", "wall_seconds",
-                "core_hours", "test_accuracy", "test_loss"):
+                "core_hours", "test_accuracy", "test_accuracy_at_best", "best_val_accuracy", "best_step",
+                "test_loss"):
         row[key] = results.get(key)
+    row["seed"] = config.get("seed")
+    row["accuracy"], row["accuracy_from"] = headline_accuracy(results)
     for key, value in recorded.fewshot.items():
         if re.fullmatch(r"\d+shot(_std)?", key):
             row[f"fewshot_{key}"] = value
@@ -150,17 +171,27 @@ def csv_columns(rows) -> list[str]:
 
 
 def write(sweep_dir: str, rows: list[dict]) -> tuple[str, str]:
-    """Writes results.csv and results.json (each atomically) and returns their paths."""
-    csv_path, json_path = os.path.join(sweep_dir, CSV), os.path.join(sweep_dir, JSON)
-    columns = csv_columns(rows)
+    """Writes results.csv and results.json, and their summary over seeds summary.csv and summary.json
+    (each file atomically); returns the paths of results.csv and results.json."""
+    csv_rows = [{**row, "overrides": json.dumps(row["overrides"], sort_keys=True),
+                 "error": row["error"].splitlines()[-1] if row["error"] else ""} for row in rows]
+    paths = _write_pair(sweep_dir, CSV, JSON, csv_columns(rows), csv_rows, {"runs": rows})
+    groups = aggregate.groups(rows)
+    _write_pair(sweep_dir, SUMMARY_CSV, SUMMARY_JSON, aggregate.columns(groups),
+                [aggregate.csv_row(g) for g in groups], {"groups": groups})
+    return paths
+
+
+def _write_pair(sweep_dir, csv_name, json_name, columns, csv_rows, payload) -> tuple[str, str]:
+    """DIR/csv_name with `columns` of `csv_rows`, and DIR/json_name with {'columns', **payload}."""
+    csv_path, json_path = os.path.join(sweep_dir, csv_name), os.path.join(sweep_dir, json_name)
     with _replacing(csv_path, newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
-        for row in rows:
-            writer.writerow({**row, "overrides": json.dumps(row["overrides"], sort_keys=True),
-                             "error": row["error"].splitlines()[-1] if row["error"] else ""})
+        writer.writerows(csv_rows)
     with _replacing(json_path) as f:
-        json.dump({"columns": columns, "runs": rows}, f, indent=1, sort_keys=False)
+        # allow_nan: the std of a one-run group is NaN (JSON's NaN, which Python's json reads back).
+        json.dump({"columns": columns, **payload}, f, indent=1, sort_keys=False)
     return csv_path, json_path
 
 
@@ -213,6 +244,13 @@ def collect(sweep_dir: str) -> list[dict]:
 
 
 def read(sweep_dir: str) -> list[dict]:
-    """The rows of DIR/results.json, or collected from the run directories when it is missing."""
+    """The rows of DIR/results.json, or collected from the run directories when it is missing. A table
+    written before the `seed` and `accuracy` columns existed gets them from its rows' own results."""
     saved = rundir.read_json(sweep_dir, JSON)
-    return saved["runs"] if saved else collect(sweep_dir)
+    if not saved:
+        return collect(sweep_dir)
+    for row in saved["runs"]:
+        if "accuracy" not in row:
+            row["accuracy"], row["accuracy_from"] = headline_accuracy(row)
+            row["seed"] = (row.get("config") or {}).get("seed")
+    return saved["runs"]
