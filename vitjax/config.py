@@ -120,6 +120,11 @@ def data_defaults() -> ml_collections.ConfigDict:
     c.train_size = config_dict.placeholder(int)
     c.subset_seed = 0
     c.class_balanced = False  # Nested subsets with floor(N/K) (+1 for N mod K classes) examples per class.
+    # 0: no validation split. N: a fixed, class-balanced set of N train_split examples held out as the
+    # 'val' split (for model selection that never sees the test split), drawn from a permutation keyed
+    # by val_seed alone; the training subsets above are then taken from the remaining examples.
+    c.val_size = 0
+    c.val_seed = 0
     # Preprocessing op strings (see vitjax/data/pp_ops.py for the ops). Both must give the same image shape.
     c.pp_train = "random_crop(28, pad=2)|flip_lr|value_range(-1, 1)"
     c.pp_eval = "value_range(-1, 1)"

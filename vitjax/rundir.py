@@ -6,8 +6,10 @@
     events.*              TensorBoard summaries (`MetricsLog`, through clu)
     checkpoints/<step>/   orbax checkpoints (vitjax/train/checkpoint.py), the newest `keep_checkpoints`
                           kept; each step holds the items state/ (the train state) and meta/
+    checkpoint_best/<step>/  with a validation split (data.val_size), the parameters of the step with
+                          the best validation accuracy so far, the one step kept (vitjax/train/best.py)
     corrupt_checkpoints/  steps that could not be read or failed their checksums, moved aside by the
-                          trainer (`set_aside`), never deleted
+                          trainer (`set_aside`), never deleted; corrupt_checkpoint_best/ likewise
     results.json          final metrics; its presence marks the run as finished
     eval.json             `vitjax eval`'s re-evaluation of a checkpoint
     fewshot.json          the few-shot probe's accuracies (`vitjax eval --fewshot`)
@@ -53,7 +55,9 @@ RESULTS = "results.json"
 EVAL = "eval.json"
 FEWSHOT = "fewshot.json"
 CHECKPOINTS = "checkpoints"
-CORRUPT_CHECKPOINTS = "corrupt_checkpoints"
+BEST_CHECKPOINT = "checkpoint_best"  # {'params': ...} of the best validation step, beside checkpoints/
+_CORRUPT = "corrupt_"  # corrupt_<checkpoints directory>/ holds that directory's steps set aside
+CORRUPT_CHECKPOINTS = _CORRUPT + CHECKPOINTS
 STATE, META = "state", "meta"  # the two orbax items of a checkpoint step
 ANALYSIS = "analysis"
 TRAIN_LOG, FEWSHOT_LOG = "train.log", "fewshot.log"
@@ -81,6 +85,10 @@ def checkpoint_dir(run_dir: str) -> str:
     return file_path(run_dir, CHECKPOINTS)
 
 
+def best_checkpoint_dir(run_dir: str) -> str:
+    return file_path(run_dir, BEST_CHECKPOINT)
+
+
 def step_dir(directory: str, step: int) -> str:
     """One step's directory in a checkpoints directory."""
     return os.path.join(directory, str(step))
@@ -99,8 +107,10 @@ def checkpoint_steps(directory: str) -> list[int]:
 
 
 def corrupt_dir(directory: str) -> str:
-    """The corrupt_checkpoints/ directory beside a checkpoints directory."""
-    return os.path.join(os.path.dirname(os.path.abspath(directory)), CORRUPT_CHECKPOINTS)
+    """The corrupt_<name>/ directory beside a checkpoints directory <name> (corrupt_checkpoints/ beside
+    checkpoints/): each checkpoints directory of a run sets its steps aside apart from the others'."""
+    absolute = os.path.abspath(directory)
+    return os.path.join(os.path.dirname(absolute), _CORRUPT + os.path.basename(absolute))
 
 
 def set_aside(directory: str, step: int) -> str:

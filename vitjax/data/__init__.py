@@ -4,7 +4,7 @@ Public API (what the trainer and the CLI call):
   default_config()                  the data config and its defaults (embedded by the trainer as config.data)
   get_info(cfg) -> DataInfo         sizes, classes and the model's image shape; checks the data first
   train_batches(cfg, ...)           infinite, deterministic per-step batches (exact resume in memory)
-  eval_batches(cfg, split, ...)     finite, padded batches with a mask
+  eval_batches(cfg, split, ...)     finite, padded batches with a mask ('val': the split val_size holds out)
   prepare(name, data_dir, download) make a tfds dataset loadable (Fashion-MNIST offline by default)
   to_global(batch, sharding), prefetch(iterator, sharding, size)   numpy -> global jax.Arrays
 Errors: DataError (a ValueError) for unusable data or configs, MissingDataError (a FileNotFoundError) for
@@ -17,7 +17,7 @@ from vitjax.data.config import default_config
 from vitjax.data.device import prefetch, to_global
 from vitjax.data.errors import DataError, MissingDataError
 from vitjax.data.info import DataInfo, get_info
-from vitjax.data.pipeline import EvalBatches, eval_batches, train_batches
+from vitjax.data.pipeline import VAL, EvalBatches, eval_batches, train_batches
 from vitjax.data.pp_registry import register as register_pp_op
 from vitjax.data.preprocess import known_ops
 from vitjax.data.tfds_source import prepare
@@ -34,6 +34,7 @@ __all__ = [
     "DataInfo",
     "EvalBatches",
     "MissingDataError",
+    "VAL",
     "default_config",
     "eval_batches",
     "get_info",

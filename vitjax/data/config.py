@@ -51,8 +51,11 @@ def resolve(cfg):
 def _check(c):
     if c.train_size is not None and c.train_size <= 0:
         raise DataError(f"train_size must be positive or None (the whole split), got {c.train_size}.")
-    if c.subset_seed < 0:
-        raise DataError(f"subset_seed must be >= 0, got {c.subset_seed}.")
+    for key in ("subset_seed", "val_seed"):
+        if c[key] < 0:
+            raise DataError(f"{key} must be >= 0, got {c[key]}.")
+    if c.val_size < 0:
+        raise DataError(f"val_size must be >= 0 (0: no validation split), got {c.val_size}.")
     if c.mixup_alpha < 0:
         raise DataError(f"mixup_alpha must be >= 0 (0 turns mixup off), got {c.mixup_alpha}.")
     if c.class_balanced and c.train_size is None:

@@ -3,34 +3,33 @@
 import dataclasses
 
 from vitjax.data import config as config_lib
-from vitjax.data import preprocess, sources
+from vitjax.data import preprocess, sources, subset
 from vitjax.data.errors import DataError
 
 
 @dataclasses.dataclass(frozen=True)
 class DataInfo:
-    num_train: int  # The train subset's size when train_size is set.
+    num_train: int  # Examples trained on: the train subset's size, never counting the validation split.
     num_test: int
     num_classes: int
     image_shape: tuple  # (H, W, C) after preprocessing: what the model sees.
+    num_val: int = 0  # The validation split held out of the train split (data.val_size).
 
 
 def get_info(cfg):
     """DataInfo of the data config `cfg`; raises DataError/MissingDataError for unusable data or configs."""
     cfg = config_lib.resolve(cfg)
     train, test = sources.describe(cfg, "train"), sources.describe(cfg, "test")
-    num_train = train.num_examples
+    num_train = subset.remaining_size(train.num_examples, train.num_classes, cfg.val_size, train.where)
+    subset.check_train_size(cfg.train_size, num_train, subset.training_where(train.where, cfg.val_size))
     if cfg.train_size is not None:
-        if cfg.train_size > num_train:
-            raise DataError(
-                f"train_size={cfg.train_size} is larger than {train.where} ({num_train} examples)."
-            )
         num_train = cfg.train_size
     if test.num_classes != train.num_classes:
         raise DataError(
             f"{train.where} has {train.num_classes} classes but {test.where} has {test.num_classes}."
         )
-    return DataInfo(num_train, test.num_examples, train.num_classes, model_image_shape(cfg, train, test))
+    image_shape = model_image_shape(cfg, train, test)
+    return DataInfo(num_train, test.num_examples, train.num_classes, image_shape, cfg.val_size)
 
 
 def pp_output_shape(pp, spec, what):

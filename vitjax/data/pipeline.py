@@ -6,6 +6,7 @@ batch. Everything is a function of (cfg, seed, step, global batch size), so resu
 Large tfds datasets stream instead (streaming.py); their resume is approximate.
 """
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -17,6 +18,8 @@ from vitjax.data import config as config_lib
 from vitjax.data import draws, examples, info as info_lib, order, sources, streaming, subset, targets
 from vitjax.data.errors import DataError
 
+VAL = "val"  # eval_batches' name for the validation split held out of the train split (data.val_size).
+
 
 def _checked(cfg, global_batch_size, process_index, process_count):
     """Resolved cfg, DataInfo and this process's rows of a global batch, or an error before any data flows."""
@@ -26,12 +29,29 @@ def _checked(cfg, global_batch_size, process_index, process_count):
 
 
 def train_subset(cfg):
-    """The in-memory train split restricted to the configured nested subset."""
+    """The in-memory train split restricted to the configured nested subset (never the validation split)."""
     split = sources.load(cfg, "train")
-    idx = subset.subset_indices(
-        split.labels, cfg.train_size, cfg.subset_seed, cfg.class_balanced, split.num_classes, split.where
+    idx = subset.training_indices(
+        split.labels, cfg.train_size, cfg.subset_seed, cfg.class_balanced, split.num_classes, split.where,
+        cfg.val_size, cfg.val_seed,
     )
     return split.take(idx)
+
+
+def val_subset(cfg):
+    """The validation split: the `val_size` examples held out of the in-memory train split."""
+    split = sources.load(cfg, "train")
+    idx = subset.holdout_indices(split.labels, cfg.val_size, cfg.val_seed, split.num_classes, split.where)
+    return dataclasses.replace(split.take(idx), where=f"the validation split held out of {split.where}")
+
+
+def _eval_split(cfg, split):
+    """The in-memory examples `eval_batches` goes over (see there)."""
+    if split == "train":
+        return train_subset(cfg)
+    if split == VAL:
+        return val_subset(cfg)
+    return sources.load(cfg, split)
 
 
 def _preprocessor(split, pp, image_shape):
@@ -112,13 +132,19 @@ class EvalBatches:
 
 def eval_batches(cfg, split="test", *, global_batch_size, process_index=0, process_count=1):
     """EvalBatches over `split`: 'test' (cfg.test_split), 'train' (the configured train subset, in subset
-    order) or a literal split name. Preprocessed with pp_eval, in the split's order."""
+    order), 'val' (the validation split val_size holds out of the train split) or a literal split name.
+    Preprocessed with pp_eval, in the split's order."""
     cfg, info, rows = _checked(cfg, global_batch_size, process_index, process_count)
-    if sources.is_streaming(cfg, split):
+    if split == VAL and not cfg.val_size:
+        raise DataError(
+            f"split {VAL!r} is the validation split held out of the train split, but val_size is 0; set "
+            f"val_size=N (e.g. a tenth of the train split) to hold one out."
+        )
+    if sources.is_streaming(cfg, "train" if split == VAL else split):
         return streaming.eval_batches(
             cfg, info, split, global_batch_size, process_index, process_count, EvalBatches
         )
-    data = train_subset(cfg) if split == "train" else sources.load(cfg, split)
+    data = _eval_split(cfg, split)
     if data.num_classes != info.num_classes:
         raise DataError(f"{data.where} has {data.num_classes} classes, the train split {info.num_classes}.")
     # A literal split (say 'validation') may hold images of another size than the test split.

@@ -6,7 +6,8 @@ and preprocesses on the fly. Differences from the in-memory pipeline, by necessi
   a fresh order rather than the exact examples an uninterrupted run would have seen. Augmentations are still
   keyed by (seed, step, position).
 - train_size takes the first N examples in tfds's stored order (`train[:N]`, nested; tfds shuffles once when
-  preparing), not a permutation keyed by subset_seed; class_balanced subsets are not available.
+  preparing), not a permutation keyed by subset_seed; class_balanced subsets and a validation split held
+  out by val_size are not available.
 - Batches may mix epochs (the stream repeats, no example is dropped at epoch ends).
 """
 
@@ -24,6 +25,11 @@ _SHUFFLE_TAG = 17
 
 def _train_split(cfg):
     split = sources.split_name(cfg, "train")
+    if cfg.val_size:
+        raise DataError(
+            f"val_size={cfg.val_size} holds out a validation split, which needs the dataset in memory; "
+            f"{cfg.name!r} streams. Set in_memory=True if it fits, or set val_size=0."
+        )
     if cfg.class_balanced:
         raise DataError(
             f"class_balanced subsets need the dataset in memory; {cfg.name!r} streams. Set "
@@ -56,7 +62,7 @@ def train_batches(cfg, info, global_batch_size, start_step, seed, process_index,
 def eval_batches(cfg, info, split, global_batch_size, process_index, process_count, eval_batches_cls):
     """Every process reads one of process_count near-equal parts and pads to the largest part's batch count."""
     local = global_batch_size // process_count
-    name = _train_split(cfg) if split == "train" else sources.split_name(cfg, split)
+    name = _train_split(cfg) if split in ("train", "val") else sources.split_name(cfg, split)
     parts = tfds.even_splits(name, n=process_count, drop_remainder=False)
     counts = [tfds_source.describe(cfg.name, cfg.data_dir, p)[0] for p in parts]
     num_batches = math.ceil(max(counts) / local)

@@ -18,7 +18,7 @@ from jax.experimental import multihost_utils
 
 from vitjax import data, models, parallel, rundir
 from vitjax.evaluate import classification
-from vitjax.train import checkpoint, flops, optimizer, step as steps, validate
+from vitjax.train import best, checkpoint, flops, optimizer, step as steps, validate
 from vitjax.train.init_from import load_pretrained
 from vitjax.train.preemption import Preempted
 
@@ -184,27 +184,61 @@ def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
                                        config=rundir.config_to_dict(config))
         state, elapsed_before = _restore_or_initialise(config, p, spec, ckpt, init_key)
         compiled, batch_sharding, flops_per_step = _compile_and_describe(config, p, spec, dropout_key)
-        evaluator = classification.Evaluator(p.model, config.data, batch_size=config.eval_batch_size,
-                                             mesh=p.mesh, params_sharding=spec.shardings.params,
-                                             compiler_options=p.compiler_options)
+        evaluator = _evaluator(config, p, spec)
+        validation = _validation(config, p, spec, workdir)
         log = _metrics_log(workdir, int(state.step), p.total_steps)
         batches = _train_batches(config, int(state.step), batch_sharding)
         stop = _SigtermFlag()
         try:
             state = _loop(config, p, state, compiled, batches, dropout_key, ckpt=ckpt, log=log,
-                          evaluator=evaluator, stop=stop, flops_per_step=flops_per_step,
+                          evaluator=evaluator, validation=validation, stop=stop, flops_per_step=flops_per_step,
                           ckpt_meta=lambda: {"wall_seconds": elapsed_before + time.time() - start_time})
-            final = evaluator(state.params)
-            log.write(p.total_steps, {"test_accuracy": final["accuracy"], "test_loss": final["loss"]})
+            final = _final_evaluations(p, state.params, log, evaluator, validation)
         finally:
             stop.restore()
             log.close()
             ckpt.close()
+            if validation is not None:
+                validation.close()
     results = _results(config, p, spec, state, final, flops_per_step,
                        wall=elapsed_before + time.time() - start_time)
     rundir.write_json(workdir, rundir.RESULTS, results)
     print(f"finished: {_summary(results)}", flush=True)
     return results
+
+
+def _evaluator(config, p: Plan, spec: StateSpec, split: str | None = None) -> classification.Evaluator:
+    """Evaluates parameters on `split` (None: the test split)."""
+    return classification.Evaluator(p.model, config.data, batch_size=config.eval_batch_size, mesh=p.mesh,
+                                    params_sharding=spec.shardings.params, split=split,
+                                    compiler_options=p.compiler_options)
+
+
+def _validation(config, p: Plan, spec: StateSpec, workdir: str) -> best.BestValidation | None:
+    """The run's best-validation tracker when data.val_size holds out a validation split, else None;
+    warns when only the last step will be evaluated on it."""
+    if not config.data.val_size:
+        return None
+    if not config.eval_every_steps and rundir.is_writer():
+        print("WARNING: data.val_size is set but eval_every_steps=0: only the last step is evaluated on the "
+              "validation split, so the best step is the last; set eval_every_steps to choose among steps",
+              flush=True)
+    return best.BestValidation(workdir, _evaluator(config, p, spec, split=data.VAL),
+                               spec.abstract.params, val_size=config.data.val_size, save=_save,
+                               config=rundir.config_to_dict(config))
+
+
+def _final_evaluations(p: Plan, params, log, evaluator, validation) -> dict:
+    """The test metrics of the final parameters and, with a validation split, the best step's
+    validation metrics and the test metrics of its parameters; the test metrics are logged too."""
+    final = evaluator(params)
+    logged = {"test_accuracy": final["accuracy"], "test_loss": final["loss"]}
+    if validation is None:
+        log.write(p.total_steps, logged)
+        return logged
+    logged.update(validation.test_at_best(evaluator))
+    log.write(p.total_steps, logged)
+    return {**logged, **validation.summary()}
 
 
 def _finished_results(workdir: str, config, force: bool) -> dict | None:
@@ -284,7 +318,7 @@ def _train_batches(config, first_step: int, batch_sharding):
         batch_sharding)
 
 
-def _loop(config, p: Plan, state, compiled, batches, dropout_key, *, ckpt, log, evaluator, stop,
+def _loop(config, p: Plan, state, compiled, batches, dropout_key, *, ckpt, log, evaluator, validation, stop,
           flops_per_step, ckpt_meta):
     """Steps from `state.step` to the end, logging, evaluating and checkpointing on the config's
     schedule; returns the final state. Raises Preempted once a SIGTERM's step is saved."""
@@ -301,10 +335,9 @@ def _loop(config, p: Plan, state, compiled, batches, dropout_key, *, ckpt, log, 
         if done % config.log_every_steps == 0 or done == p.total_steps:
             _log_train_metrics(config, p, log, done, metrics, window, flops_per_step, ckpt)
             window = _LogWindow()
-        if config.eval_every_steps and done % config.eval_every_steps == 0 and done < p.total_steps:
-            midway = evaluator(state.params)
-            log.write(done, {f"test_{k}": v for k, v in midway.items()})
-            print(f"step {done}: test accuracy {midway['accuracy']:.4f}", flush=True)
+        if _evaluates_at(config, done, p.total_steps, validation is not None):
+            _check_finite(pending, config.nan_policy, ckpt)  # a non-finite step's state is never the best
+            _evaluate(done, state.params, log, evaluator, validation)
         if done % config.checkpoint_every_steps == 0 or done == p.total_steps or stop.raised:
             # Every step up to `done` verified finite before its state is saved: the one-step-late
             # reads above have not seen this step yet. (The save waits for the step anyway.)
@@ -315,6 +348,24 @@ def _loop(config, p: Plan, state, compiled, batches, dropout_key, *, ckpt, log, 
     if pending is not None:
         _check_finite(pending, config.nan_policy, ckpt)
     return state
+
+
+def _evaluates_at(config, done: int, total_steps: int, validating: bool) -> bool:
+    """Whether the loop evaluates step `done`: every eval_every_steps, and with a validation split the
+    last step too (a candidate for the best); without one the last step's test evaluation follows the loop."""
+    scheduled = bool(config.eval_every_steps) and done % config.eval_every_steps == 0
+    return scheduled or done == total_steps if validating else scheduled and done < total_steps
+
+
+def _evaluate(done: int, params, log, evaluator, validation) -> None:
+    """A scheduled evaluation: on the validation split when there is one (choosing the best step must
+    never see the test split), else on the test split."""
+    if validation is not None:
+        validation(done, params, log)
+        return
+    midway = evaluator(params)
+    log.write(done, {f"test_{k}": v for k, v in midway.items()})
+    print(f"step {done}: test accuracy {midway['accuracy']:.4f}", flush=True)
 
 
 class _LogWindow:
@@ -340,9 +391,9 @@ def _log_train_metrics(config, p: Plan, log, done: int, metrics, window: _LogWin
 
 
 def _results(config, p: Plan, spec: StateSpec, state, final: dict, flops_per_step: float, *, wall: float) -> dict:
-    """results.json: test metrics, the run's size and cost, and where it ran."""
+    """results.json: the final evaluations (`_final_evaluations`), the run's size and cost, and where it ran."""
     return {
-        "test_accuracy": final["accuracy"], "test_loss": final["loss"],
+        **final,
         "steps": p.total_steps, "examples_seen": p.total_steps * config.batch_size,
         "wall_seconds": wall, "core_hours": wall * (os.cpu_count() or 1) / 3600
         if jax.default_backend() == "cpu" else wall * jax.device_count() / 3600,

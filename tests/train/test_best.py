@@ -1,0 +1,117 @@
+"""Best-validation selection: the validation split picks the step, the test split only reports it."""
+import os
+
+import jax
+import pytest
+
+from vitjax import rundir
+from vitjax.evaluate.classification import Evaluator
+from vitjax.train import best, trainer
+from vitjax.train.preemption import Preempted
+from tests.train import tiny_config
+
+BEST_KEYS = {"best_val_accuracy", "best_val_loss", "best_step", "test_accuracy_at_best", "test_loss_at_best",
+             "val_size"}
+
+
+def _config(**changes):
+    """The tiny run with a validation split and a constant, high learning rate: validation accuracy
+    rises and falls back (best at step 21 of 30 here), so a wrong choice of step shows."""
+    c = tiny_config.get_config()
+    c.data.val_size = 64
+    c.eval_every_steps = 3
+    c.lr = 0.1
+    c.schedule = "constant"
+    for key, value in changes.items():
+        setattr(c, key, value)
+    return c
+
+
+def _validation_curve(workdir):
+    return [(r["step"], r["val_accuracy"]) for r in rundir.read_metrics(workdir) if "val_accuracy" in r]
+
+
+@pytest.fixture(scope="module")
+def validated(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("val"))
+    return workdir, trainer.train(_config(), workdir)
+
+
+def test_the_best_step_is_the_first_with_the_highest_validation_accuracy(validated):
+    workdir, results = validated
+    assert BEST_KEYS <= results.keys() and results["val_size"] == 64 and results["num_train"] == 512 - 64
+    curve = _validation_curve(workdir)
+    assert [s for s, _ in curve] == list(range(3, 31, 3))  # every eval_every_steps, and the last step
+    top = max(a for _, a in curve)
+    assert results["best_step"] == next(s for s, a in curve if a == top)
+    assert results["best_val_accuracy"] == top
+    # Otherwise this test could not tell the best step from the last one.
+    assert results["best_step"] < 30 and curve[-1][1] < top, curve
+    # Selection never looked at the test split: the only test evaluation is the final one.
+    assert [r["step"] for r in rundir.read_metrics(workdir) if "test_accuracy" in r] == [30]
+
+
+def test_test_accuracy_at_best_is_the_saved_best_parameters_on_test(validated):
+    workdir, results = validated
+    best_dir = rundir.best_checkpoint_dir(workdir)
+    assert rundir.checkpoint_steps(best_dir) == [results["best_step"]]  # the one step kept
+    params = rundir.read_checkpoint_params(best_dir)
+    config = _config()
+    p = trainer.plan(config)
+    spec = trainer.state_spec(config, p)
+    with jax.set_mesh(p.mesh):
+        evaluator = Evaluator(p.model, config.data, batch_size=config.eval_batch_size, mesh=p.mesh,
+                              params_sharding=spec.shardings.params)
+        test = evaluator(jax.device_put(params, spec.shardings.params))
+    assert results["test_accuracy_at_best"] == pytest.approx(test["accuracy"], abs=1e-6)
+    assert results["test_loss_at_best"] == pytest.approx(test["loss"], rel=1e-5)
+    assert results["test_accuracy_at_best"] != results["test_accuracy"]  # not the final parameters
+
+
+def test_a_preempted_run_resumes_with_its_best_so_far(validated, tmp_path, monkeypatch):
+    """Preempted at step 23, after the best step (21): a resumed run that forgot it would take step 24's
+    lower accuracy as its best."""
+    _, uninterrupted = validated
+    assert uninterrupted["best_step"] < 23 < 30
+    workdir = str(tmp_path / "w")
+    monkeypatch.setattr(trainer._SigtermFlag, "check", lambda self, step: setattr(self, "raised", step == 23))
+    with pytest.raises(Preempted, match="SIGTERM at step 23"):
+        trainer.train(_config(), workdir)
+    monkeypatch.undo()
+    assert rundir.checkpoint_steps(rundir.checkpoint_dir(workdir))[-1] == 23
+    resumed = trainer.train(_config(), workdir)
+    for key in BEST_KEYS | {"test_accuracy", "test_loss"}:
+        assert resumed[key] == pytest.approx(uninterrupted[key], abs=1e-6), key
+    assert _validation_curve(workdir) == _validation_curve(validated[0])
+
+
+def test_without_scheduled_evaluations_the_last_step_is_the_best(tmp_path, capsys):
+    results = trainer.train(_config(eval_every_steps=0, total_steps=10), str(tmp_path / "w"))
+    assert "WARNING: data.val_size is set but eval_every_steps=0" in capsys.readouterr().out
+    assert results["best_step"] == 10
+    assert results["test_accuracy_at_best"] == results["test_accuracy"]
+    assert results["test_loss_at_best"] == pytest.approx(results["test_loss"], rel=1e-6)
+
+
+class _Log:
+    def __init__(self):
+        self.rows = []
+
+    def write(self, step, scalars):
+        self.rows.append((step, scalars))
+
+
+def test_only_a_strict_improvement_is_saved(tmp_path):
+    accuracies = iter([0.5, 0.7, 0.7, 0.6, 0.71])
+    saved = []
+    tracker = best.BestValidation(str(tmp_path), lambda params: {"accuracy": next(accuracies), "loss": 1.0},
+                                  None, val_size=8, config={},
+                                  save=lambda ckpt, step, tree, meta: saved.append((step, meta["val_accuracy"])))
+    log = _Log()
+    for step in (1, 2, 3, 4):
+        tracker(step, params=None, log=log)
+    assert saved == [(1, 0.5), (2, 0.7)] and tracker.best == best.Best(2, 0.7, 1.0)  # the tie kept step 2
+    tracker(5, params=None, log=log)
+    assert saved[-1] == (5, 0.71) and [s for s, _ in log.rows] == [1, 2, 3, 4, 5]
+    tracker.close()
+    assert os.path.isdir(rundir.best_checkpoint_dir(str(tmp_path)))

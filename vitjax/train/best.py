@@ -1,0 +1,86 @@
+"""Best-validation model selection: evaluate on the validation split, keep the best step's parameters.
+
+With `data.val_size > 0` the trainer's scheduled evaluations (every `eval_every_steps`, and the last
+step) are on the validation split held out of the train split, never on the test split: choosing a
+step by test accuracy would report an optimistic test accuracy. `BestValidation` logs each one and
+saves the parameters whenever validation accuracy strictly improves (a tie keeps the earlier step), so
+at the end the best step's parameters can be evaluated on the test split once.
+
+The parameters go to the run's checkpoint_best/ through the trainer's own Checkpointer with
+max_to_keep=1, not through orbax's best_fn/best_mode: those keep the best of the steps a manager saves,
+so every evaluated step would be written in full and then deleted, the tie rule would be orbax's, and
+the resume record would be orbax's metrics file; the Checkpointer writes only on an improvement, and
+its checksums, layout check and corrupt-step handling cover this checkpoint as they cover the others.
+Saves are synchronous, and come before the step's train-state checkpoint: a train state that resumes
+at step S finds every improvement up to S already saved.
+
+On resume the best so far is read back from that checkpoint's meta. It may be from a step past the one
+the run resumes from (saved before the train state of its step was): the resumed run evaluates that
+step again on the same parameters, gets the same accuracy, and a tie keeps it, so the run ends with the
+results an uninterrupted one has.
+"""
+import dataclasses
+
+from vitjax import rundir
+from vitjax.train import checkpoint
+
+
+@dataclasses.dataclass(frozen=True)
+class Best:
+    step: int
+    accuracy: float
+    loss: float
+
+
+class BestValidation:
+    """Called as (step, params, log) at each scheduled evaluation; `best` is the best step so far (None
+    before the first evaluation).
+
+    `evaluator` evaluates parameters on the validation split. `save(checkpointer, step, tree, meta)`
+    saves, as the trainer saves its train state (it turns a non-finite state into the trainer's error).
+    """
+
+    def __init__(self, workdir: str, evaluator, abstract_params, *, val_size: int, save, config: dict):
+        self._evaluate = evaluator
+        self._abstract = {"params": abstract_params}  # rundir.read_checkpoint_params reads it as any step
+        self._val_size = val_size
+        self._save = save
+        self._ckpt = checkpoint.Checkpointer(rundir.best_checkpoint_dir(workdir), max_to_keep=1,
+                                             async_save=False, config=config)
+        self.best = self._recorded()
+
+    def _recorded(self) -> Best | None:
+        """The best step an earlier attempt of this run saved; None when there is none."""
+        if not self._ckpt.steps():  # before restore_latest, which would look for set-aside steps
+            return None
+        _, meta = self._ckpt.restore_latest(self._abstract)
+        return Best(int(meta["step"]), meta["val_accuracy"], meta["val_loss"])
+
+    def __call__(self, step: int, params, log) -> None:
+        """Evaluates `params` (step `step`) on the validation split, logs it, and keeps them if best."""
+        metrics = self._evaluate(params)
+        log.write(step, {"val_accuracy": metrics["accuracy"], "val_loss": metrics["loss"]})
+        if self.best is None or metrics["accuracy"] > self.best.accuracy:  # ties keep the earlier step
+            self._save(self._ckpt, step, {"params": params},
+                       {"val_accuracy": metrics["accuracy"], "val_loss": metrics["loss"]})
+            self.best = Best(step, metrics["accuracy"], metrics["loss"])
+        if rundir.is_writer():
+            print(f"step {step}: validation accuracy {metrics['accuracy']:.4f} (best {self.best.accuracy:.4f} "
+                  f"at step {self.best.step})", flush=True)
+
+    def test_at_best(self, test_evaluator) -> dict:
+        """{'test_accuracy_at_best', 'test_loss_at_best'}: the best step's parameters, restored from
+        their checkpoint (checksums verified), evaluated by `test_evaluator`."""
+        if self.best is None:
+            raise RuntimeError("no validation evaluation was made; the trainer evaluates the last step always")
+        restored, _ = self._ckpt.restore_latest(self._abstract)  # the one step kept: self.best's
+        test = test_evaluator(restored["params"])
+        return {"test_accuracy_at_best": test["accuracy"], "test_loss_at_best": test["loss"]}
+
+    def summary(self) -> dict:
+        """results.json's keys of the validation split and its best step."""
+        return {"val_size": self._val_size, "best_step": self.best.step,
+                "best_val_accuracy": self.best.accuracy, "best_val_loss": self.best.loss}
+
+    def close(self) -> None:
+        self._ckpt.close()
