@@ -23,11 +23,7 @@ GPU in bfloat16, rough rates are 2,000-4,000 img/s for ViT-B/16 and 3,000-6,000 
 examples: ~1-2 GPU-days for ViT, ~0.7-1.4 for BiT; the sweep ~7-14 GPU-days, or ~1-2 days on 8 GPUs
 with `--parallel 8 --pin_gpus`. Measure first with `:steps=2000` (a few minutes a run) and scale.
 """
-import os
-
-from vitjax.config import load_module
-
-_data_scaling = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data_scaling.py"))
+from vitjax.config import parse_arg
 
 SIZES = (1_300_000, 3_000_000, 6_000_000, 13_000_000)
 DEFAULT_STEPS = 90_000
@@ -41,7 +37,7 @@ MODELS = {
 
 
 def get_runs(arg=None):
-    steps = _data_scaling.steps_arg(arg, DEFAULT_STEPS)
+    steps = parse_arg(arg, steps=DEFAULT_STEPS).steps
     budget = {"total_epochs": 0.0, "total_steps": steps, "checkpoint_every_steps": 2_000, "keep_checkpoints": 2}
     return [(f"{model}_n{size / 1e6:g}M", config, {**budget, "data.train_size": size})
             for model, config in MODELS.items() for size in SIZES]

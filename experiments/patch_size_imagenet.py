@@ -13,10 +13,9 @@ GPU-days, better run on a multi-chip slice (`--parallel 1`: the mesh spreads one
 """
 import os
 
-from vitjax.config import load_module
+from vitjax.config import load_module, parse_arg
 
 _here = os.path.dirname(os.path.abspath(__file__))
-_data_scaling = load_module(os.path.join(_here, "data_scaling.py"))
 _imagenet = load_module(os.path.join(_here, "data_scaling_imagenet.py"))
 
 PATCHES = (32, 16, 8)
@@ -24,7 +23,7 @@ FEWSHOT = _imagenet.FEWSHOT
 
 
 def get_runs(arg=None):
-    steps = _data_scaling.steps_arg(arg, _imagenet.DEFAULT_STEPS)
+    steps = parse_arg(arg, steps=_imagenet.DEFAULT_STEPS).steps
     budget = {"total_epochs": 0.0, "total_steps": steps, "checkpoint_every_steps": 2_000, "keep_checkpoints": 2}
     return [(f"vit_b{patch}", "configs/imagenet/vit_b16.py", {**budget, "model.variant": f"B/{patch}"})
             for patch in PATCHES]

@@ -136,14 +136,33 @@ def test_failure_messages_come_from_the_subprocess_output():
     assert runner._error_of("vitjax train: error: bad\n", 1)[0] == "vitjax train: error: bad"
 
 
-@pytest.mark.parametrize("name", ["data_scaling", "patch_size", "data_scaling_imagenet", "patch_size_imagenet"])
-def test_shipped_sweeps_pass_their_checks(name):
+@pytest.mark.parametrize("name", ["data_scaling_imagenet", "patch_size_imagenet"])
+def test_shipped_accelerator_sweeps_pass_their_checks(name):
     sweep = spec.load(os.path.join(ROOT, "experiments", f"{name}.py"))
-    assert len(sweep.runs) == {"data_scaling": 12, "patch_size": 4, "data_scaling_imagenet": 8,
-                               "patch_size_imagenet": 3}[name]
+    assert len(sweep.runs) == {"data_scaling_imagenet": 8, "patch_size_imagenet": 3}[name]
     assert sweep.fewshot["shots"] == [1, 5, 10, 25]
     assert "vitjax sweep experiments/" in config_layer.load_module(sweep.path).__doc__
-    if name == "data_scaling":  # one budget for every size: only the data differs between runs
-        steps = {r.config_dict["total_steps"] for r in sweep.runs}
-        assert steps == {700} and sorted({r.config_dict["data"]["train_size"] for r in sweep.runs}) == \
-            [1_000, 2_000, 5_000, 10_000, 20_000, 60_000]
+
+
+def test_data_scaling_follows_the_protocol():
+    """Paired seeds, a validation split, nested sizes and a budget that grows with the data."""
+    sweep = spec.load(os.path.join(ROOT, "experiments", "data_scaling.py"))
+    assert sweep.fewshot is None and "vitjax sweep experiments/" in config_layer.load_module(sweep.path).__doc__
+    runs = {(r.config_dict["model_name"], r.config_dict["data"]["train_size"], r.config_dict["seed"]): r.config_dict
+            for r in sweep.runs}
+    assert len(runs) == len(sweep.runs) == 26
+    for (family, size, seed), c in runs.items():
+        assert c["data"]["subset_seed"] == seed and c["data"]["val_size"] == 5_000 and c["data"]["class_balanced"]
+        assert c["eval_every_steps"] == 100 and c["total_epochs"] == 0
+        assert (("bit" if family == "vit" else "vit"), size, seed) in runs  # every run has its pair
+    steps = {size: c["total_steps"] for (_, size, _), c in runs.items()}
+    assert steps == {550: 1_200, 1_700: 1_200, 5_500: 1_200, 17_000: 1_200, 55_000: 3_438}
+    assert sorted({s for (_, n, s) in runs if n == 550}) == [0, 1, 2]
+    assert sorted({s for (_, n, s) in runs if n == 55_000}) == [0, 1]
+
+
+def test_patch_size_sweep_follows_the_protocol():
+    sweep = spec.load(os.path.join(ROOT, "experiments", "patch_size.py"))
+    patches = sorted((r.config_dict["data"]["train_size"], r.config_dict["model"]["patch_size"]) for r in sweep.runs)
+    assert patches == sorted([(55_000, p) for p in (14, 7, 4)] * 2 + [(5_500, p) for p in (4, 2)] * 2)
+    assert all(r.config_dict["data"]["val_size"] == 5_000 for r in sweep.runs)

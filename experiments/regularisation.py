@@ -1,0 +1,71 @@
+r"""The regularisation arm at laptop scale: AugReg-style augmentation and regularisation for both
+families (Steiner et al. 2021), chosen on the validation split, then the data-scaling curve again.
+
+    vitjax sweep experiments/regularisation.py:part=tune --workdir runs/regularisation_tune
+    vitjax sweep experiments/regularisation.py --workdir runs/regularisation
+    vitjax plot runs/regularisation --out experiments/results/regularisation
+
+Part `tune` (6 runs, seed 0, 5.5k images): three strengths per family; the one with the best
+validation accuracy (never test) is written into CHOSEN below and committed with the tuning table.
+Part `curve` (default): the chosen strength at every size of the plain arm with its paired seeds, for
+read-outs R1-R3 in experiments/README.md (the plain arm, experiments/data_scaling.py, is the control).
+
+Strengths (the same for both families except dropout and stochastic depth, which only the ViT has):
+2-pixel random crops without flips (Fashion-MNIST's shoes all face one way), label smoothing 0.1,
+then mixup and weight decay growing. Weight decay here is decoupled and multiplied by the learning
+rate (AdamW's form): 0.1 at lr 2e-3 shrinks kernels by 2e-4 per step, against 2e-7 for the configs'
+1e-4.
+
+Expected (estimated from 2026-12-01 rates, measured: the results README): part tune about 15 minutes,
+part curve about 80 minutes on 2 idle CPU cores (augmentation is computed on the host).
+"""
+import os
+
+from vitjax.config import load_module, parse_arg
+
+_protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
+
+BUDGET = _protocol.BUDGET.describe()
+TITLE = "Regularisation arm: crops, mixup, label smoothing, weight decay (+ dropout, stochastic depth for the ViT)"
+FEWSHOT = None
+MODELS = {"vit": "configs/fashion_mnist/vit.py", "bit": "configs/fashion_mnist/bit.py"}
+TUNE_SIZE = 5_500
+
+_SHARED = {"data.pp_train": "random_crop(28, pad=2)|value_range(-1, 1)", "label_smoothing": 0.1}
+STRENGTHS = {
+    "light": {**_SHARED, "data.mixup_alpha": 0.0, "weight_decay": 0.03},
+    "medium": {**_SHARED, "data.mixup_alpha": 0.2, "weight_decay": 0.1},
+    "heavy": {**_SHARED, "data.mixup_alpha": 0.5, "weight_decay": 0.3},
+}
+VIT_ONLY = {"light": {"model.dropout_rate": 0.0, "model.droppath_rate": 0.05},
+            "medium": {"model.dropout_rate": 0.1, "model.droppath_rate": 0.1},
+            "heavy": {"model.dropout_rate": 0.1, "model.droppath_rate": 0.2}}
+CHOSEN = {"vit": None, "bit": None}  # set from part tune's validation accuracies, with its table
+
+
+def regularisation(family: str, strength: str) -> dict:
+    return {**STRENGTHS[strength], **(VIT_ONLY[strength] if family == "vit" else {})}
+
+
+def _tune():
+    return [(f"{family}_{strength}_n{TUNE_SIZE}_s0", config,
+             {**_protocol.overrides(TUNE_SIZE, 0), **regularisation(family, strength)})
+            for strength in STRENGTHS for family, config in MODELS.items()]
+
+
+def _curve():
+    missing = [family for family, strength in CHOSEN.items() if strength is None]
+    if missing:
+        raise ValueError(f"no strength chosen yet for {', '.join(missing)}: run part=tune first and set CHOSEN "
+                         f"in {__file__} from its validation accuracies")
+    return [(f"{family}_{CHOSEN[family]}_n{size}_s{seed}", config,
+             {**_protocol.overrides(size, seed), **regularisation(family, CHOSEN[family])})
+            for size in _protocol.SIZES for seed in _protocol.seeds(size) for family, config in MODELS.items()]
+
+
+def get_runs(arg=None):
+    part = parse_arg(arg, part="curve").part
+    parts = {"tune": _tune, "curve": _curve}
+    if part not in parts:
+        raise ValueError(f"part={part!r}; the parts are {', '.join(parts)}")
+    return parts[part]()

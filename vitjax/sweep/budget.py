@@ -1,0 +1,40 @@
+"""Training budgets that grow with the data, as in the ViT paper's data-scaling study.
+
+The paper trains longer on more data (ImageNet 300 epochs, ImageNet-21k 90, JFT-300M 7: 0.4B, 1.3B and
+2.1B examples seen), so each point of its data-size curves is a model trained to (near) convergence on
+its own data. A fixed step budget instead makes the small sets overfit for hundreds of epochs and
+leaves the large ones unconverged, and the x axis then measures repetition, not data.
+
+The rule here: `steps = max(min_steps, ceil(epochs * train_size / batch_size))`. The floor lets the
+small sets train long enough to overfit (early stopping on the validation split then picks the step);
+`epochs` makes the budget grow with the data once the floor is passed.
+"""
+import dataclasses
+import math
+
+
+@dataclasses.dataclass(frozen=True)
+class GrowingBudget:
+    """max(`min_steps`, `epochs` epochs) steps of `batch_size` examples."""
+
+    min_steps: int
+    epochs: float
+    batch_size: int
+
+    def __post_init__(self):
+        if self.min_steps < 1 or self.epochs <= 0 or self.batch_size < 1:
+            raise ValueError(f"a budget needs min_steps >= 1, epochs > 0 and batch_size >= 1; got {self}")
+
+    def steps(self, train_size: int) -> int:
+        """Training steps for a run on `train_size` examples."""
+        if train_size < 1:
+            raise ValueError(f"train_size must be >= 1, got {train_size}")
+        return max(self.min_steps, math.ceil(self.epochs * train_size / self.batch_size))
+
+    def epochs_of(self, train_size: int) -> float:
+        """How many passes over `train_size` examples the budget makes."""
+        return self.steps(train_size) * self.batch_size / train_size
+
+    def describe(self) -> str:
+        """The rule in words, for figure titles and tables."""
+        return f"steps = max({self.min_steps:,}, {self.epochs:g} epochs) of batch {self.batch_size}"
