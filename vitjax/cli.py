@@ -3,6 +3,7 @@
     vitjax train --config configs/<file>.py[:arg] --workdir DIR [--config.key=value ...] [--force]
                  [--coordinator_address HOST:PORT --num_processes N --process_id I] [--distributed auto|on|off]
     vitjax eval  --workdir DIR [--checkpoint PATH] [--fewshot | --fewshot_only] [--shots 1,5,10,25]
+                 [--fewshot_data JSON] [--probe fewshot|transfer]
     vitjax sweep experiments/<file>.py[:arg] --workdir DIR [--only NAME ...] [--dry-run] [--parallel N]
     vitjax plot  DIR [--out FIGDIR]
     vitjax data prepare fashion_mnist [--data_dir DIR] [--download]

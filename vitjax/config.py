@@ -125,6 +125,10 @@ def data_defaults() -> ml_collections.ConfigDict:
     # by val_seed alone; the training subsets above are then taken from the remaining examples.
     c.val_size = 0
     c.val_seed = 0
+    # (): every class. (c0, c1, ...): only these classes of every split (train, validation, test), relabelled
+    # 0..k-1 in this order (the model gets k outputs). The filter comes first: val_size, train_size and
+    # class_balanced then count examples of the kept classes only (vitjax/data/sources.py, select_classes).
+    c.classes = ()
     # Preprocessing op strings (see vitjax/data/pp_ops.py for the ops). Both must give the same image shape.
     c.pp_train = "random_crop(28, pad=2)|flip_lr|value_range(-1, 1)"
     c.pp_eval = "value_range(-1, 1)"

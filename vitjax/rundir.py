@@ -54,13 +54,16 @@ METRICS = "metrics.jsonl"
 RESULTS = "results.json"
 EVAL = "eval.json"
 FEWSHOT = "fewshot.json"
+TRANSFER = "transfer.json"  # the second few-shot probe (on other data: `vitjax eval --probe transfer`)
 CHECKPOINTS = "checkpoints"
 BEST_CHECKPOINT = "checkpoint_best"  # {'params': ...} of the best validation step, beside checkpoints/
 _CORRUPT = "corrupt_"  # corrupt_<checkpoints directory>/ holds that directory's steps set aside
 CORRUPT_CHECKPOINTS = _CORRUPT + CHECKPOINTS
 STATE, META = "state", "meta"  # the two orbax items of a checkpoint step
 ANALYSIS = "analysis"
-TRAIN_LOG, FEWSHOT_LOG = "train.log", "fewshot.log"
+TRAIN_LOG, FEWSHOT_LOG, TRANSFER_LOG = "train.log", "fewshot.log", "transfer.log"
+# Each few-shot probe of a run (vitjax/evaluate/fewshot.py): its result file and its log in a sweep.
+PROBE_FILES = {"fewshot": (FEWSHOT, FEWSHOT_LOG), "transfer": (TRANSFER, TRANSFER_LOG)}
 LOCK = "train.lock"
 HISTORY = "history"
 SWEEP_LOCK = "sweep.lock"  # flock'ed while a sweep works on the run (vitjax/sweep/runlock.py)
@@ -203,6 +206,7 @@ _REPAIRS = {
     RESULTS: "delete it and re-run the same `vitjax train` command, which evaluates the final checkpoint again",
     EVAL: "delete it and re-run `vitjax eval`",
     FEWSHOT: "delete it and re-run `vitjax eval --fewshot`",
+    TRANSFER: "delete it and re-run `vitjax eval --fewshot --probe transfer` with the probe's --fewshot_data",
 }
 
 
@@ -325,9 +329,9 @@ def claim(run_dir: str, config: ml_collections.ConfigDict, *, force: bool) -> st
 
 def keep_history(run_dir: str) -> str | None:
     """Keeps what describes the run as it is in history/<UTC time>/: a copy of config.json, and
-    results.json, eval.json and fewshot.json moved there (the run they describe is being redone).
+    results.json, eval.json, fewshot.json and transfer.json moved there (the run they describe is being redone).
     Returns that directory; None when the run has none of these files."""
-    present = [name for name in (CONFIG, RESULTS, EVAL, FEWSHOT) if exists(run_dir, name)]
+    present = [name for name in (CONFIG, RESULTS, EVAL, FEWSHOT, TRANSFER) if exists(run_dir, name)]
     if not present:
         return None
     target = _new_history_dir(run_dir)

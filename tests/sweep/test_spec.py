@@ -65,6 +65,10 @@ def test_budget_and_title_go_into_sweep_json(tmp_path):
     ("def get_runs(arg=None):\n    return [('a', TINY, {'batch_size': True})]\n", "would be refused by `vitjax train`"),
     ("def get_runs(arg=None):\n    raise ValueError('takes steps=N')\n", "takes steps=N"),
     ("FEWSHOT = dict(shot=(1,))\ndef get_runs(arg=None):\n    return [('a', TINY, {})]\n", "FEWSHOT must be None"),
+    ("FEWSHOT_TRANSFER = dict(shots=(1,))\ndef get_runs(arg=None):\n    return [('a', TINY, {})]\n",
+     "FEWSHOT_TRANSFER needs 'data'"),
+    ("FEWSHOT_TRANSFER = dict(data={'clases': (1,)})\ndef get_runs(arg=None):\n    return [('a', TINY, {})]\n",
+     "FEWSHOT_TRANSFER['data'] names no data-config field 'clases'"),
     ("BUDGET = 700\ndef get_runs(arg=None):\n    return [('a', TINY, {})]\n", "BUDGET must be a string"),
 ])
 def test_bad_sweep_files_fail_with_a_clear_message(tmp_path, body, message):
@@ -121,11 +125,17 @@ def test_rerun_skips_finished_resumes_interrupted_and_retries_failed(tmp_path):
     _touch(trained, "config.json"), _touch(trained, "results.json")
     _touch(done, "config.json"), _touch(done, "results.json"), _touch(done, "fewshot.json")
     _touch(failed, "config.json"), _touch(failed, "failed.json", {"stage": "train"})
-    assert [runner.todo(d, fewshot) for d in (pending, started, trained, done, failed)] == \
+    assert [runner.todo(d, {"fewshot": fewshot}) for d in (pending, started, trained, done, failed)] == \
         ["train", "train", "fewshot", "skip", "train"]
-    assert runner.todo(trained, None) == "skip"  # few-shot off: trained is finished
-    assert [table.run_status(d, True) for d in (pending, started, trained, done, failed)] == \
+    assert runner.todo(trained, {}) == "skip"  # few-shot off: trained is finished
+    assert [table.run_status(d, ("fewshot",)) for d in (pending, started, trained, done, failed)] == \
         ["pending", "interrupted", "interrupted", "finished", "failed"]
+    # With a transfer probe too, a run is finished only once both probes wrote their files.
+    both = {"fewshot": fewshot, "transfer": {**fewshot, "data": {"classes": [1]}}}
+    assert runner.todo(done, both) == "fewshot" and runner._probes_to_run(done, "fewshot", both) == ["transfer"]
+    assert table.run_status(done, ("fewshot", "transfer")) == "interrupted"
+    _touch(done, "transfer.json")
+    assert runner.todo(done, both) == "skip" and table.run_status(done, ("fewshot", "transfer")) == "finished"
 
 
 def test_failure_messages_come_from_the_subprocess_output():
@@ -166,3 +176,27 @@ def test_patch_size_sweep_follows_the_protocol():
     patches = sorted((r.config_dict["data"]["train_size"], r.config_dict["model"]["patch_size"]) for r in sweep.runs)
     assert patches == sorted([(55_000, p) for p in (14, 7, 4)] * 2 + [(5_500, p) for p in (4, 2)] * 2)
     assert all(r.config_dict["data"]["val_size"] == 5_000 for r in sweep.runs)
+
+
+def test_transfer_sweep_pretrains_on_five_classes_and_probes_the_other_five(tmp_path):
+    """experiments/transfer.py: paired ViT/BiT runs on classes 0-4 at nested sizes with the protocol's
+    overrides, then two probes of 10 draws on all test images: transfer (classes 5-9) and in-domain."""
+    sweep = spec.load(os.path.join(ROOT, "experiments", "transfer.py"))
+    runs = {(r.config_dict["model_name"], r.config_dict["data"]["train_size"], r.config_dict["seed"]): r.config_dict
+            for r in sweep.runs}
+    assert len(runs) == len(sweep.runs) == 12
+    for (family, size, seed), c in runs.items():
+        assert tuple(c["data"]["classes"]) == (0, 1, 2, 3, 4) and c["data"]["val_size"] == 2_500
+        assert c["data"]["subset_seed"] == seed and c["data"]["class_balanced"] and c["eval_every_steps"] == 100
+        assert (("bit" if family == "vit" else "vit"), size, seed) in runs  # every run has its pair
+    assert sorted({n for (_, n, _) in runs}) == [550, 2_750, 27_500] and {s for (*_, s) in runs} == {0, 1}
+    assert {n: c["total_steps"] for (_, n, _), c in runs.items()} == {550: 1_200, 2_750: 1_200, 27_500: 1_719}
+    assert sweep.transfer == {"shots": [1, 5, 10, 25], "seeds": 10, "max_test_examples": None,
+                              "data": {"classes": [5, 6, 7, 8, 9]}}
+    assert sweep.fewshot == {**sweep.transfer, "data": None}
+    lines = []
+    assert runner.run_sweep(sweep, str(tmp_path / "out"), dry_run=True, echo=lines.append) == 0
+    assert len(lines) == 12 * 4 and "'--config.data.classes=(0, 1, 2, 3, 4)'" in lines[1]
+    assert "--fewshot_only" in lines[2] and "--probe" not in lines[2] and "--fewshot_seeds 10" in lines[2]
+    assert "--probe transfer" in lines[3] and '"classes": [5, 6, 7, 8, 9]' in lines[3]
+    assert not (tmp_path / "out").exists()

@@ -58,5 +58,11 @@ def _check(c):
         raise DataError(f"val_size must be >= 0 (0: no validation split), got {c.val_size}.")
     if c.mixup_alpha < 0:
         raise DataError(f"mixup_alpha must be >= 0 (0 turns mixup off), got {c.mixup_alpha}.")
+    classes = tuple(c.classes)
+    if any(not isinstance(k, int) or isinstance(k, bool) or k < 0 for k in classes):
+        raise DataError(f"classes must be class ids (integers >= 0), got {classes}.")
+    if len(set(classes)) != len(classes):
+        repeated = sorted({k for k in classes if classes.count(k) > 1})
+        raise DataError(f"classes {classes} names class(es) {repeated} more than once; each class once.")
     if c.class_balanced and c.train_size is None:
         raise DataError("class_balanced=True needs train_size (it balances the subset it takes).")

@@ -91,6 +91,35 @@ def validate(images, labels, num_classes, where, channels=None):
     return ArraySplit(images, labels, int(num_classes), int(channels), where)
 
 
+def select_classes(split, classes):
+    """`split` restricted to the examples of `classes`, relabelled 0..k-1 in their order; () keeps it whole.
+
+    Used by `load`, so every split a config reads (train, the validation split held out of it, test)
+    goes through the same filter, before val_size and train_size take anything: what follows is
+    class-agnostic, so the validation split stays disjoint from training and subsets stay nested.
+    """
+    classes = tuple(int(k) for k in classes)
+    if not classes:
+        return split
+    out_of_range = [k for k in classes if k >= split.num_classes]
+    if out_of_range:
+        raise DataError(
+            f"classes {classes}: class id(s) {out_of_range} out of range; {split.where} has classes "
+            f"0..{split.num_classes - 1}."
+        )
+    relabel = np.full(split.num_classes, -1, np.int64)
+    relabel[list(classes)] = np.arange(len(classes))
+    kept = np.flatnonzero(relabel[split.labels] >= 0)
+    where = f"{split.where} (classes {', '.join(map(str, classes))} as 0..{len(classes) - 1})"
+    if len(kept) == 0:
+        raise DataError(f"{where} is empty (0 examples of those classes).")
+    labels = relabel[split.labels[kept]]
+    labels.flags.writeable = False
+    images = split.images[kept]
+    images.flags.writeable = False
+    return ArraySplit(images, labels, len(classes), split.channels, where)
+
+
 def kind(cfg):
     """'synthetic', 'folder', 'npz' or 'tfds'."""
     for prefix in ("folder", "npz"):
@@ -112,17 +141,22 @@ def is_streaming(cfg, split):
                 f"in_memory=False (streaming) is only possible for tfds datasets, not {cfg.name!r}."
             )
         return False
-    if cfg.in_memory is not None:
-        return not cfg.in_memory
-    return not tfds_source.fits_in_memory(
+    streams = (not cfg.in_memory) if cfg.in_memory is not None else not tfds_source.fits_in_memory(
         cfg.name, cfg.data_dir, split_name(cfg, split), cfg.in_memory_max_gb
     )
+    if streams and tuple(cfg.classes):
+        raise DataError(
+            f"classes={tuple(cfg.classes)} keeps some classes only, which needs the dataset in memory; "
+            f"{cfg.name!r} split {split_name(cfg, split)!r} streams. Set in_memory=True if it fits."
+        )
+    return streams
 
 
 def describe(cfg, split):
     """SplitSpec of the whole split `split` ('train', 'test' or a literal split name)."""
     name = split_name(cfg, split)
-    if kind(cfg) == "tfds":
+    # With `classes` the kept examples are known once loaded (is_streaming refuses a streamed split).
+    if kind(cfg) == "tfds" and (not tuple(cfg.classes) or is_streaming(cfg, split)):
         num, num_classes, shape = tfds_source.describe(cfg.name, cfg.data_dir, name)
         where = f"tfds {cfg.name!r} split {name!r}"
         if num == 0:
@@ -133,7 +167,12 @@ def describe(cfg, split):
 
 
 def load(cfg, split):
-    """The whole split `split` in memory, validated (cached: one read per process)."""
+    """The whole split `split` in memory, validated (cached: one read per process), restricted to
+    `cfg.classes` (select_classes)."""
+    return select_classes(_load_whole(cfg, split), cfg.classes)
+
+
+def _load_whole(cfg, split):
     name = split_name(cfg, split)
     k = kind(cfg)
     if k == "synthetic":

@@ -14,6 +14,13 @@ Where the examples come from: the k-shot sets are drawn from the *whole* train s
 dataset (not the run's `train_size` subset), and accuracy is measured on its test split; both can be
 moved to another dataset (`--fewshot_data`, as the paper probes ImageNet-21k models on ImageNet-1k).
 Like that probe, its training examples may overlap the pre-training set; the test examples never do.
+
+Two probes per run: 'fewshot' (fewshot.json, usually the run's own data) and 'transfer' (transfer.json,
+`--probe transfer`), e.g. a model pre-trained on classes A (data.classes) probed on classes B with
+`--fewshot_data '{"classes": [5, 6, 7, 8, 9]}'`: the pool is B's train split, the score is on B's test
+split. The features are the pre-logits, so the head's class count never meets the probe's.
+Each result file holds '<k>shot' (mean accuracy over the draws) and '<k>shot_std' (their population
+std), the draws ('seeds'), the probe's classes and how many test images of each class it scored.
 """
 import dataclasses
 import json
@@ -26,6 +33,8 @@ DEFAULT_SEEDS = 3
 # Relative L2 strengths: multiplied by the mean squared singular value, so the grid does not depend on
 # the scale or dimension of the features.
 L2_GRID = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
+# The probes a run can have (their files: vitjax/rundir.py PROBE_FILES): in-domain, and transfer.
+PROBES = ("fewshot", "transfer")
 
 
 # --- The linear algebra ------------------------------------------------------------------------
@@ -158,8 +167,10 @@ def collect(features, params, batches, *, num_classes: int, per_class: int | Non
 
 def fewshot_workdir(workdir: str, checkpoint: str | None = None, *, shots=DEFAULT_SHOTS,
                     seeds: int = DEFAULT_SEEDS, max_test_examples: int | None = None,
-                    data_overrides: dict | None = None, batch_size: int | None = None) -> dict:
-    """Few-shot accuracies of a run's newest (or the given) checkpoint; also written to the run's fewshot.json.
+                    data_overrides: dict | None = None, batch_size: int | None = None,
+                    probe: str = "fewshot") -> dict:
+    """Few-shot accuracies of a run's newest (or the given) checkpoint; also written to the run's
+    probe's file (rundir.PROBE_FILES: fewshot.json, or transfer.json for probe='transfer').
 
     `data_overrides` change the run's data config for the probe, e.g. {'name': 'imagenet2012',
     'test_split': 'validation'} to probe an ImageNet-21k model on ImageNet-1k as the paper does; the
@@ -168,6 +179,8 @@ def fewshot_workdir(workdir: str, checkpoint: str | None = None, *, shots=DEFAUL
     from vitjax import data, models, rundir
 
     start = time.time()
+    if probe not in PROBES:
+        raise ValueError(f"probe must be one of {PROBES}, got {probe!r}")
     shots = tuple(sorted({int(k) for k in shots}))
     if not shots or shots[0] < 1 or seeds < 1:
         raise ValueError(f"few-shot needs shots >= 1 and seeds >= 1, got shots={shots}, seeds={seeds}")
@@ -183,7 +196,7 @@ def fewshot_workdir(workdir: str, checkpoint: str | None = None, *, shots=DEFAUL
     batch_size = batch_size or config.eval_batch_size
 
     probe_data = {**config.data.to_dict(), **(data_overrides or {})}
-    probe_data["train_size"] = None  # the whole train split, see the module docstring
+    probe_data.update(train_size=None, class_balanced=False)  # the whole train split, see the module docstring
     num_classes = data.get_info(probe_data).num_classes
     # A pool of a few times the largest k per class, so that the seeds draw different k-shot sets.
     per_class = max(4 * shots[-1], shots[-1] + 10)
@@ -193,8 +206,10 @@ def fewshot_workdir(workdir: str, checkpoint: str | None = None, *, shots=DEFAUL
                    num_classes=num_classes, max_examples=max_test_examples)
     results = evaluate_features(*pool, *test, num_classes, shots=shots, seeds=seeds)
     results.update(shots=list(shots), seeds=seeds, pool_examples=len(pool[0]), test_examples=len(test[0]),
-                   feature_dim=int(pool[0].shape[1]), data=probe_data["name"], seconds=time.time() - start)
-    rundir.write_json(run_dir, rundir.FEWSHOT, results)
+                   feature_dim=int(pool[0].shape[1]), data=probe_data["name"], seconds=time.time() - start,
+                   probe=probe, classes=list(probe_data.get("classes") or range(num_classes)),
+                   test_per_class=np.bincount(test[1], minlength=num_classes).tolist())
+    rundir.write_json(run_dir, rundir.PROBE_FILES[probe][0], results)
     return results
 
 
@@ -215,6 +230,8 @@ def add_args(parser) -> None:
     parser.add_argument("--fewshot_data", default=None, metavar="JSON",
                         help='probe another dataset: changes to the run\'s data config as JSON, e.g. '
                              '\'{"name": "imagenet2012", "test_split": "validation"}\'')
+    parser.add_argument("--probe", choices=PROBES, default="fewshot",
+                        help="which of the run's probes this is: its results go to fewshot.json or transfer.json")
 
 
 def settings_from_args(args) -> dict | None:
@@ -233,4 +250,4 @@ def settings_from_args(args) -> dict | None:
         if not isinstance(overrides, dict):
             raise ValueError(f"--fewshot_data must be a JSON object (a dict), got {args.fewshot_data!r}")
     return {"shots": shots, "seeds": args.fewshot_seeds, "max_test_examples": args.fewshot_max_test,
-            "data_overrides": overrides}
+            "data_overrides": overrides, "probe": args.probe}

@@ -11,6 +11,8 @@ its setting's group. Each group (a row of DIR/summary.csv) holds
     n, seeds, runs                                                  how many runs, their seeds and names
     <metric>_mean, _std, _min, _max                                 for accuracy, best_val_accuracy,
                                                                     test_accuracy and few-shot accuracies
+    <probe>_<k>shot_draws_std                                       the mean over runs of each run's std
+                                                                    over the probe's draws
     accuracy_from                                                   'best_val', 'final' (or 'mixed')
 
 `accuracy` is test accuracy at the best validation step where the runs had a validation split, else at
@@ -42,11 +44,19 @@ def group_key(config: dict) -> str:
     return json.dumps(kept, sort_keys=True, default=str)
 
 
+# A few-shot probe's mean accuracy over its draws at k shots: the in-domain probe's and the transfer probe's.
+SHOT_COLUMN = re.compile(r"(fewshot|transfer)_(\d+)shot")
+
+
+def shot_columns(rows) -> list[str]:
+    """The probes' accuracy columns the rows have: fewshot_<k>shot, then transfer_<k>shot, by k."""
+    found = {m.groups() for r in rows for k in r if (m := SHOT_COLUMN.fullmatch(k))}
+    return [f"{probe}_{k}shot" for probe, k in sorted(found, key=lambda pk: (pk[0], int(pk[1])))]
+
+
 def metrics_of(rows) -> list[str]:
-    """METRICS, then the few-shot accuracies the rows have (fewshot_5shot, ...), in order of k."""
-    shots = sorted({k for r in rows for k in r if re.fullmatch(r"fewshot_\d+shot", k)},
-                   key=lambda k: int(re.search(r"\d+", k).group()))
-    return list(METRICS) + shots
+    """METRICS, then the few-shot accuracies the rows have (fewshot_5shot, ..., transfer_5shot, ...)."""
+    return list(METRICS) + shot_columns(rows)
 
 
 def spread(values) -> dict:
@@ -82,6 +92,8 @@ def summarise(members: list[dict], metrics) -> dict:
     for metric in metrics:
         for stat, value in spread(r.get(metric) for r in members).items():
             group[f"{metric}_{stat}"] = value
+        if SHOT_COLUMN.fullmatch(metric):
+            group[f"{metric}_draws_std"] = _mean(r.get(f"{metric}_std") for r in members)
     sources = {r.get("accuracy_from") for r in members}
     group["accuracy_from"] = sources.pop() if len(sources) == 1 else "mixed"
     group["config"] = _config_without_seeds(first.get("config"))
@@ -105,8 +117,13 @@ def columns(summaries: list[dict]) -> list[str]:
     summarised = [key[:-len("_mean")] for key in (summaries[0] if summaries else {}) if key.endswith("_mean")]
     metrics = [m for m in summarised if any(g.get(f"{m}_mean") is not None for g in summaries)]
     return ["family", "model", "patch_size", "train_size", "n", "seeds",
-            *[f"{m}_{stat}" for m in metrics for stat in STATS], "accuracy_from",
+            *[f"{m}_{stat}" for m in metrics for stat in _stats(m)], "accuracy_from",
             "params", "flops_per_step", "train_flops", "examples_seen", "steps", "img_per_sec", "runs"]
+
+
+def _stats(metric: str) -> tuple:
+    """summary.csv's statistics of `metric`: STATS over seeds, and for a probe's, the mean std over draws."""
+    return STATS + (("draws_std",) if SHOT_COLUMN.fullmatch(metric) else ())
 
 
 def csv_row(group: dict) -> dict:

@@ -1,9 +1,10 @@
 """Runs a sweep: every run in its own subprocess and its own sub-workdir DIR/<name>.
 
 Each run is `python -m vitjax train --config FILE[:arg] --workdir DIR/<name> --config.k=v ...`, then
-(unless few-shot is off) `python -m vitjax eval --workdir DIR/<name> --fewshot_only ...`. A subprocess
+(unless few-shot is off) `python -m vitjax eval --workdir DIR/<name> --fewshot_only ...` for each probe
+the sweep file asks for (FEWSHOT, and FEWSHOT_TRANSFER with `--probe transfer`). A subprocess
 per run means a crash, an OOM kill or a leaked device buffer ends that run only, and each run starts
-from fresh XLA state. Output goes to DIR/<name>/train.log and fewshot.log.
+from fresh XLA state. Output goes to DIR/<name>/train.log, fewshot.log and transfer.log.
 
 Re-running a sweep is always safe: a finished run (results.json, and fewshot.json where few-shot is on)
 is skipped; an interrupted one is resumed by the trainer from its newest checkpoint; a failed one
@@ -72,23 +73,39 @@ class _Live:
                 proc.kill()
 
 
-def todo(run_dir: str, fewshot: dict | None, expected: dict | None = None) -> str:
+def probes_of(sweep, fewshot: bool = True) -> dict:
+    """{probe name: settings} of the probes the sweep runs after training ({} with few-shot off)."""
+    probes = {"fewshot": sweep.fewshot, "transfer": sweep.transfer} if fewshot else {}
+    return {name: settings for name, settings in probes.items() if settings is not None}
+
+
+def missing_probes(run_dir: str, probes: dict) -> list[str]:
+    """The probes of `probes` whose result file the run does not have yet."""
+    return [name for name in probes if not rundir.exists(run_dir, rundir.PROBE_FILES[name][0])]
+
+
+def todo(run_dir: str, probes: dict, expected: dict | None = None) -> str:
     """'stale' (trained with another config than `expected`, the sweep's), 'skip' (finished),
-    'fewshot' (trained, probe missing) or 'train'."""
+    'fewshot' (trained, a probe of `probes`, {name: settings}, missing) or 'train'."""
     if table.stale_differences(run_dir, expected):
         return "stale"
     trained = rundir.exists(run_dir, rundir.RESULTS)
     failed = rundir.read_json(run_dir, rundir.FAILED) or {}
     if trained and failed.get("stage") != "train":
-        if fewshot is None or rundir.exists(run_dir, rundir.FEWSHOT):
-            return "skip"
-        return "fewshot"
+        return "fewshot" if missing_probes(run_dir, probes) else "skip"
     return "train"
 
 
-def fewshot_argv(run_dir: str, fewshot: dict) -> list[str]:
+def _probes_to_run(run_dir: str, action: str, probes: dict) -> list[str]:
+    """Every probe after training; after 'fewshot' (trained before), the ones still missing."""
+    if action == "train":
+        return list(probes)
+    return missing_probes(run_dir, probes) if action == "fewshot" else []
+
+
+def fewshot_argv(run_dir: str, fewshot: dict, probe: str = "fewshot") -> list[str]:
     argv = ["eval", "--workdir", run_dir, "--fewshot_only", "--shots", ",".join(map(str, fewshot["shots"])),
-            "--fewshot_seeds", str(fewshot["seeds"])]
+            "--fewshot_seeds", str(fewshot["seeds"])] + (["--probe", probe] if probe != "fewshot" else [])
     if fewshot.get("max_test_examples"):
         argv += ["--fewshot_max_test", str(fewshot["max_test_examples"])]
     if fewshot.get("data"):
@@ -104,7 +121,7 @@ def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parall
     DIR/_stale/ and trained afresh (without it, it is reported and left alone).
     """
     runs = sweep.select(only)
-    settings = sweep.fewshot if fewshot else None
+    settings = probes_of(sweep, fewshot)
     if parallel < 1:
         raise ValueError(f"--parallel must be >= 1, got {parallel}")
     plan = [(run, os.path.join(sweep_dir, run.name)) for run in runs]
@@ -114,7 +131,8 @@ def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parall
         return 0
 
     os.makedirs(sweep_dir, exist_ok=True)
-    table.write_definition(sweep_dir, {**sweep.describe(), "fewshot": settings})
+    table.write_definition(sweep_dir, {**sweep.describe(), "fewshot": settings.get("fewshot"),
+                                       "transfer": settings.get("transfer")})
     _write_table(sweep_dir, echo, quiet=True)
     jobs = _Jobs(plan, sweep_dir, settings, parallel, pin_gpus=pin_gpus, redo_stale=redo_stale, echo=echo)
     if not _run_all(jobs, parallel):
@@ -129,15 +147,15 @@ _PLANNED = {"skip": "skip", "fewshot": "few-shot probe only", "train": "train",
 def _echo_plan(plan, settings, redo_stale, echo) -> None:
     """What each run would do, and the commands it would run (--dry-run)."""
     for run, run_dir, action in plan:
-        status = table.run_status(run_dir, settings is not None, expected=run.config_dict)
+        status = table.run_status(run_dir, tuple(settings), expected=run.config_dict)
         if action == "stale" and redo_stale:
             action = "train"
             status += f" (moved to {stale.aside_dir(run_dir)}/ first)"
         echo(f"{run.name}: {status} -> {_PLANNED[action]}")
         if action == "train":
             echo("    " + _shell([sys.executable, "-m", "vitjax", *run.train_argv(run_dir)]))
-        if action in ("train", "fewshot") and settings is not None:
-            echo("    " + _shell([sys.executable, "-m", "vitjax", *fewshot_argv(run_dir, settings)]))
+        for probe in _probes_to_run(run_dir, action, settings):
+            echo("    " + _shell([sys.executable, "-m", "vitjax", *fewshot_argv(run_dir, settings[probe], probe)]))
 
 
 _SKIPPED = "finished already, skipped"
@@ -275,18 +293,27 @@ def _stages(run, run_dir, action, settings, env, live, say, prefix, lock) -> str
         results = rundir.read_results(run_dir) or {}
         say(f"{prefix}: trained in {seconds:.0f}s, test accuracy {results.get('test_accuracy', float('nan')):.4f}")
 
-    if settings is not None:
-        argv = [sys.executable, "-m", "vitjax", *fewshot_argv(run_dir, settings)]
-        code, seconds, log = _subprocess(argv, rundir.file_path(run_dir, rundir.FEWSHOT_LOG), env, live, lock)
-        if code != 0:
-            if live.stopping:
-                return "interrupted"
-            error = _record_failure(run_dir, "fewshot", None, None, code, argv, log)
-            say(f"{prefix}: few-shot probe FAILED (exit {code}): {error}")
-            return "failed"
-        shots = rundir.read_json(run_dir, rundir.FEWSHOT) or {}
-        accuracies = ", ".join(f"{k}={shots[f'{k}shot']:.3f}" for k in shots.get("shots", []))
-        say(f"{prefix}: few-shot in {seconds:.0f}s: {accuracies}")
+    for probe in _probes_to_run(run_dir, action, settings):
+        status = _probe(run_dir, probe, settings[probe], env, live, say, prefix, lock)
+        if status != "finished":
+            return status
+    return "finished"
+
+
+def _probe(run_dir, probe, settings, env, live, say, prefix, lock) -> str:
+    """Runs one few-shot probe ('fewshot' or 'transfer') of a trained run; its status."""
+    result_file, log_file = rundir.PROBE_FILES[probe]
+    argv = [sys.executable, "-m", "vitjax", *fewshot_argv(run_dir, settings, probe)]
+    code, seconds, log = _subprocess(argv, rundir.file_path(run_dir, log_file), env, live, lock)
+    if code != 0:
+        if live.stopping:
+            return "interrupted"
+        error = _record_failure(run_dir, probe, None, None, code, argv, log)
+        say(f"{prefix}: {probe} probe FAILED (exit {code}): {error}")
+        return "failed"
+    shots = rundir.read_json(run_dir, result_file) or {}
+    accuracies = ", ".join(f"{k}={shots[f'{k}shot']:.3f}" for k in shots.get("shots", []))
+    say(f"{prefix}: {probe} probe in {seconds:.0f}s: {accuracies}")
     return "finished"
 
 

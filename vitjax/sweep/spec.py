@@ -6,7 +6,16 @@ A sweep file is a Python file that defines
         return [("vit_n1000", "configs/fashion_mnist/vit.py", {"data.train_size": 1000}), ...]
 
 and optionally `FEWSHOT = dict(shots=(1, 5, 10, 25), seeds=3, max_test_examples=None, data=None)`
-(None turns the few-shot probe off; `data` changes the data config for the probe only), and optionally
+(None turns the few-shot probe off; `data` changes the data config for the probe only; its results go to
+each run's fewshot.json), optionally `FEWSHOT_TRANSFER`, a second probe with the same keys and a `data`
+it cannot do without (results in transfer.json; off when absent), e.g. a model pre-trained on classes
+0-4 (`data.classes`) probed on the other five beside the in-domain FEWSHOT:
+
+    FEWSHOT = dict(shots=(1, 5, 10, 25), seeds=10, max_test_examples=None)
+    FEWSHOT_TRANSFER = dict(shots=(1, 5, 10, 25), seeds=10, max_test_examples=None,
+                            data={"classes": (5, 6, 7, 8, 9)})
+
+and optionally
 `BUDGET = "steps = max(1,200, 8 epochs), batch 128"` (the training budget's rule in words) and
 `TITLE = "..."`: both go into DIR/sweep.json, and `vitjax plot` puts them in the figures' titles.
 `arg` is what follows the colon in `experiments/x.py:arg`. Config paths are tried relative to the
@@ -52,12 +61,13 @@ class Sweep:
     path: str
     arg: str | None
     runs: list[Run]
-    fewshot: dict | None  # {'shots': (...), 'seeds': n, 'max_test_examples': n or None}; None: off
+    fewshot: dict | None  # {'shots': (...), 'seeds': n, 'max_test_examples': n or None, 'data'}; None: off
+    transfer: dict | None = None  # the FEWSHOT_TRANSFER probe, same keys; None: off
     budget: str | None = None  # the sweep file's BUDGET: the training budget's rule in words
     title: str | None = None  # the sweep file's TITLE
 
     def describe(self) -> dict:
-        return {"sweep_file": self.path, "arg": self.arg, "fewshot": self.fewshot,
+        return {"sweep_file": self.path, "arg": self.arg, "fewshot": self.fewshot, "transfer": self.transfer,
                 "budget": self.budget, "title": self.title,
                 "runs": [{"name": r.name, "config": r.config, "overrides": r.overrides, "config_dict": r.config_dict}
                          for r in self.runs]}
@@ -96,7 +106,7 @@ def load(path_with_arg: str) -> Sweep:
     _check_names([name for name, _, _ in entries], path)
     runs = [_resolve(name, config, overrides, base_dirs) for name, config, overrides in entries]
     return Sweep(path=os.path.abspath(path), arg=arg, runs=runs, fewshot=_fewshot_settings(module, path),
-                 budget=_text(module, "BUDGET", path), title=_text(module, "TITLE", path))
+                 transfer=_fewshot_settings(module, path, "FEWSHOT_TRANSFER"), budget=_text(module, "BUDGET", path), title=_text(module, "TITLE", path))
 
 
 def _text(module, name, path) -> str | None:
@@ -174,18 +184,28 @@ def _check_command_line(name, config, overrides, expected):
                          f"use plain numbers, strings, bools or tuples")
 
 
-def _fewshot_settings(module, path):
-    settings = getattr(module, "FEWSHOT", {})
+def _fewshot_settings(module, path, name="FEWSHOT"):
+    """The probe settings the sweep file's FEWSHOT (default: on, defaults) or FEWSHOT_TRANSFER (default: off;
+    needs `data`) give; None: that probe is off."""
+    settings = getattr(module, name, {} if name == "FEWSHOT" else None)
     if settings is None:
         return None
     known = {"shots", "seeds", "max_test_examples", "data"}
     if not isinstance(settings, dict) or set(settings) - known:
-        raise SweepError(f"{path}: FEWSHOT must be None or a dict with keys {sorted(known)}, got {settings!r}")
+        raise SweepError(f"{path}: {name} must be None or a dict with keys {sorted(known)}, got {settings!r}")
     out = {"shots": list(settings.get("shots", fewshot.DEFAULT_SHOTS)),
            "seeds": int(settings.get("seeds", fewshot.DEFAULT_SEEDS)),
            "max_test_examples": settings.get("max_test_examples"), "data": settings.get("data")}
     if out["data"] is not None and not isinstance(out["data"], dict):
-        raise SweepError(f"{path}: FEWSHOT['data'] must be a dict of data-config changes, got {out['data']!r}")
+        raise SweepError(f"{path}: {name}['data'] must be a dict of data-config changes, got {out['data']!r}")
+    unknown = sorted(set(out["data"] or {}) - set(config_layer.data_defaults().keys()))
+    if unknown:
+        raise SweepError(f"{path}: {name}['data'] names no data-config field {', '.join(map(repr, unknown))}; "
+                         f"the fields: {sorted(config_layer.data_defaults().keys())}")
+    if name != "FEWSHOT" and not out["data"]:
+        raise SweepError(f"{path}: {name} needs 'data', the data it probes, e.g. {{'classes': (5, 6, 7, 8, 9)}}")
     if not out["shots"] or min(out["shots"]) < 1 or out["seeds"] < 1:
-        raise SweepError(f"{path}: FEWSHOT needs shots >= 1 and seeds >= 1, got {settings!r}")
+        raise SweepError(f"{path}: {name} needs shots >= 1 and seeds >= 1, got {settings!r}")
+    if out["data"]:
+        out["data"] = {k: list(v) if isinstance(v, tuple) else v for k, v in out["data"].items()}
     return out

@@ -5,6 +5,10 @@
     DIR/summary.csv    the finished runs averaged over training seeds (aggregate.py), written with them
     DIR/summary.json   the same groups plus each group's config (seeds removed) and runs
 
+Few-shot columns, one pair per probe and k: `fewshot_<k>shot` (the in-domain probe, fewshot.json) and
+`transfer_<k>shot` (the transfer probe, transfer.json: e.g. classes the run never trained on), the mean
+test accuracy over the probe's draws of the k-shot set, and `<probe>_<k>shot_std`, the std over draws.
+
 `accuracy` is the one number the figures use: `test_accuracy_at_best` (test accuracy of the checkpoint
 with the best validation accuracy) where the run had a validation split, else `test_accuracy` (the
 final step's); `accuracy_from` says which ('best_val' or 'final'). `seed` is the config's training seed.
@@ -53,8 +57,9 @@ def stale_differences(run_dir: str, expected: dict | None) -> dict:
     return stale.differences(recorded, expected)
 
 
-def run_status(run_dir: str, want_fewshot: bool = False, expected: dict | None = None) -> str:
-    """The run's status (see the module's docstring); `expected`: the config the sweep gives it."""
+def run_status(run_dir: str, want_probes=(), expected: dict | None = None) -> str:
+    """The run's status (see the module's docstring); `want_probes`: the few-shot probes ('fewshot',
+    'transfer') a finished run has; `expected`: the config the sweep gives it."""
     if runlock.is_held(run_dir):
         return "running"
     if stale_differences(run_dir, expected):
@@ -62,8 +67,8 @@ def run_status(run_dir: str, want_fewshot: bool = False, expected: dict | None =
     if rundir.exists(run_dir, rundir.FAILED):
         return "failed"
     if rundir.exists(run_dir, rundir.RESULTS):
-        if want_fewshot and not rundir.exists(run_dir, rundir.FEWSHOT):
-            return "interrupted"  # trained; the few-shot probe still has to run
+        if any(not rundir.exists(run_dir, rundir.PROBE_FILES[p][0]) for p in want_probes):
+            return "interrupted"  # trained; a few-shot probe still has to run
         return "finished"
     if rundir.exists(run_dir, rundir.CONFIG):
         return "interrupted"
@@ -106,13 +111,13 @@ def headline_accuracy(results: dict) -> tuple[float | None, str | None]:
 
 
 def run_row(name: str, run_dir: str, *, config: dict | None = None, config_file: str = "",
-            overrides: dict | None = None, want_fewshot: bool = False) -> dict:
+            overrides: dict | None = None, want_probes=()) -> dict:
     """One table row (all fields; COLUMNS and the few-shot columns are what the CSV keeps).
 
     `config`: the config the sweep gives the run; a run trained with another one is 'stale', and its
     row shows `config` and no results (they belong to the old config).
     """
-    status = run_status(run_dir, want_fewshot, expected=config)
+    status = run_status(run_dir, want_probes, expected=config)
     recorded = _Recorded.of_stale_run(run_dir, config) if status == "stale" else _Recorded.read(run_dir)
     config = recorded.config or config or {}
     results = recorded.results
@@ -131,9 +136,8 @@ def run_row(name: str, run_dir: str, *, config: dict | None = None, config_file:
         row[key] = results.get(key)
     row["seed"] = config.get("seed")
     row["accuracy"], row["accuracy_from"] = headline_accuracy(results)
-    for key, value in recorded.fewshot.items():
-        if re.fullmatch(r"\d+shot(_std)?", key):
-            row[f"fewshot_{key}"] = value
+    for probe, shots in recorded.probes.items():
+        row.update({f"{probe}_{key}": value for key, value in shots.items() if re.fullmatch(r"\d+shot(_std)?", key)})
     row["image_shape"] = results.get("image_shape")
     row["error"] = recorded.failed.get("error", "")
     row["failed_stage"] = recorded.failed.get("stage", "")
@@ -148,14 +152,15 @@ class _Recorded:
     """What a run directory holds for its row."""
     config: dict | None = None
     results: dict = dataclasses.field(default_factory=dict)
-    fewshot: dict = dataclasses.field(default_factory=dict)
+    probes: dict = dataclasses.field(default_factory=dict)  # {probe: its fewshot.json or transfer.json}
     failed: dict = dataclasses.field(default_factory=dict)
     img_per_sec: float | None = None
 
     @classmethod
     def read(cls, run_dir):
         return cls(config=rundir.read_json(run_dir, rundir.CONFIG), results=rundir.read_results(run_dir) or {},
-                   fewshot=rundir.read_json(run_dir, rundir.FEWSHOT) or {},
+                   probes={probe: rundir.read_json(run_dir, files[0]) or {}
+                           for probe, files in rundir.PROBE_FILES.items()},
                    failed=rundir.read_json(run_dir, rundir.FAILED) or {}, img_per_sec=_median_rate(run_dir))
 
     @classmethod
@@ -165,8 +170,7 @@ class _Recorded:
 
 
 def csv_columns(rows) -> list[str]:
-    shots = sorted({k for r in rows for k in r if re.fullmatch(r"fewshot_\d+shot", k)},
-                   key=lambda k: int(re.search(r"\d+", k).group()))
+    shots = [c for column in aggregate.shot_columns(rows) for c in (column, f"{column}_std")]
     return COLUMNS + shots + ["error", "config_file", "overrides"]
 
 
@@ -229,12 +233,12 @@ def collect(sweep_dir: str) -> list[dict]:
     """Rows of every run of a sweep directory: those sweep.json lists (pending ones too), then any other
     sub-directory that holds a run."""
     definition = rundir.read_json(sweep_dir, SWEEP) or {"runs": []}
-    want_fewshot = definition.get("fewshot") is not None and bool(definition["runs"])
+    want_probes = tuple(p for p in rundir.PROBE_FILES if definition.get(p) is not None and definition["runs"])
     rows, listed = [], set()
     for run in definition["runs"]:
         rows.append(run_row(run["name"], os.path.join(sweep_dir, run["name"]), config=run.get("config_dict"),
                             config_file=run.get("config", ""), overrides=run.get("overrides"),
-                            want_fewshot=want_fewshot))
+                            want_probes=want_probes))
         listed.add(run["name"])
     for entry in sorted(os.listdir(sweep_dir)) if os.path.isdir(sweep_dir) else []:
         run_dir = os.path.join(sweep_dir, entry)
