@@ -1,14 +1,18 @@
-r"""Patch size at the paper's scale (GPU/TPU): ViT-B with patches of 32, 16 and 8 pixels at 224 px.
+r"""Patch size at the paper's scale (GPU/TPU): ViT-B with patches of 32, 16 and 8 pixels at 224 px, with
+the protocol of experiments/data_scaling_imagenet.py.
 
     vitjax sweep experiments/patch_size_imagenet.py --workdir DIR [--parallel 3 --pin_gpus]
+    vitjax sweep experiments/patch_size_imagenet.py:seeds=2,scale=0.01 --workdir DIR   # a short look
     vitjax plot DIR --out experiments/results/patch_size_imagenet
 
-configs/imagenet/vit_b16.py with `model.variant` set to B/32, B/16 and B/8: 49, 196 and 784 tokens,
-on the config's full ImageNet-21k training set, one step budget for all (`:steps=N`, default 90,000
-steps of 4096), then the few-shot probe on ImageNet-1k as in experiments/data_scaling_imagenet.py.
+configs/imagenet/vit_b16.py with `model.variant` set to B/32, B/16 and B/8 (49, 196 and 784 tokens) on
+the 13M-example ImageNet-21k subset, with data_scaling_imagenet.py's validation split, budget
+(`RULE.steps(13M)`: 285,645 steps, 90 epochs, 1.17B examples), evaluation cadence, paired seeds
+(`:seeds=N`, default 1) and `:scale=F`; the B/16 runs repeat that sweep's vit_b16_n13M runs. Each run
+reports the test accuracy at its best-validation step; the few-shot probe runs on ImageNet-1k.
 
-Expected wall time (an estimate, not measured): B/16 ~1-2 GPU-days on an H100/H200-class GPU (see
-data_scaling_imagenet.py); B/32 ~4x cheaper; B/8 ~5x dearer (attention over 785 tokens): ~5-10
+Expected wall time (an estimate, not measured): B/16 ~3.5-7 GPU-days on an H100/H200-class GPU (see
+data_scaling_imagenet.py); B/32 ~4x cheaper; B/8 ~5x dearer (attention over 785 tokens): ~17-34
 GPU-days, better run on a multi-chip slice (`--parallel 1`: the mesh spreads one run over every chip).
 """
 import os
@@ -19,11 +23,15 @@ _here = os.path.dirname(os.path.abspath(__file__))
 _imagenet = load_module(os.path.join(_here, "data_scaling_imagenet.py"))
 
 PATCHES = (32, 16, 8)
+SIZE = 13_000_000  # the largest subset of data_scaling_imagenet.py, whose budget is known without the data
+BUDGET = _imagenet.BUDGET
+TITLE = "Patch size: ViT-B on 13M ImageNet-21k examples, early stopping on validation"
 FEWSHOT = _imagenet.FEWSHOT
 
 
 def get_runs(arg=None):
-    steps = parse_arg(arg, steps=_imagenet.DEFAULT_STEPS).steps
-    budget = {"total_epochs": 0.0, "total_steps": steps, "checkpoint_every_steps": 2_000, "keep_checkpoints": 2}
-    return [(f"vit_b{patch}", "configs/imagenet/vit_b16.py", {**budget, "model.variant": f"B/{patch}"})
-            for patch in PATCHES]
+    a = parse_arg(arg, seeds=1, scale=1.0)
+    config, warmup = _imagenet.MODELS["vit_b16"]
+    return [(f"vit_b{patch}_s{seed}", config,
+             {**_imagenet.overrides(SIZE, seed, warmup, a.scale), "model.variant": f"B/{patch}"})
+            for seed in range(a.seeds) for patch in PATCHES]

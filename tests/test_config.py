@@ -47,7 +47,7 @@ def test_an_unknown_arg_key_fails_naming_the_known_keys_and_the_closest():
         config_layer.load_config(os.path.join(ROOT, "configs/imagenet/vit_b16.py:data=imagenet2012,epoch=300"))
     message = str(error.value)
     assert "unknown key 'epoch' in ':data=imagenet2012,epoch=300'" in message
-    assert "known keys: data, epochs, sharding; did you mean 'epochs'?" in message
+    assert "known keys: data, epochs, split, sharding; did you mean 'epochs'?" in message
     assert message.startswith(os.path.join(ROOT, "configs/imagenet/vit_b16.py"))  # the file that took the arg
 
 

@@ -129,6 +129,10 @@ def data_defaults() -> ml_collections.ConfigDict:
     # 0..k-1 in this order (the model gets k outputs). The filter comes first: val_size, train_size and
     # class_balanced then count examples of the kept classes only (vitjax/data/sources.py, select_classes).
     c.classes = ()
+    # '': none. A split name (tfds slicing allowed, e.g. 'train[99%:]' with train_split='train[:99%]'): the
+    # 'val' split is that split, read whole with pp_eval; for streamed datasets, where val_size cannot hold
+    # one out. Keeping it disjoint from train_split is the config's job. Not together with val_size.
+    c.val_split = ""
     # Preprocessing op strings (see vitjax/data/pp_ops.py for the ops). Both must give the same image shape.
     c.pp_train = "random_crop(28, pad=2)|flip_lr|value_range(-1, 1)"
     c.pp_eval = "value_range(-1, 1)"

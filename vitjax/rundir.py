@@ -6,7 +6,7 @@
     events.*              TensorBoard summaries (`MetricsLog`, through clu)
     checkpoints/<step>/   orbax checkpoints (vitjax/train/checkpoint.py), the newest `keep_checkpoints`
                           kept; each step holds the items state/ (the train state) and meta/
-    checkpoint_best/<step>/  with a validation split (data.val_size), the parameters of the step with
+    checkpoint_best/<step>/  with a validation split (data.has_validation), the parameters of the step with
                           the best validation accuracy so far, the one step kept (vitjax/train/best.py)
     corrupt_checkpoints/  steps that could not be read or failed their checksums, moved aside by the
                           trainer (`set_aside`), never deleted; corrupt_checkpoint_best/ likewise

@@ -146,12 +146,32 @@ def test_failure_messages_come_from_the_subprocess_output():
     assert runner._error_of("vitjax train: error: bad\n", 1)[0] == "vitjax train: error: bad"
 
 
-@pytest.mark.parametrize("name", ["data_scaling_imagenet", "patch_size_imagenet"])
-def test_shipped_accelerator_sweeps_pass_their_checks(name):
-    sweep = spec.load(os.path.join(ROOT, "experiments", f"{name}.py"))
-    assert len(sweep.runs) == {"data_scaling_imagenet": 8, "patch_size_imagenet": 3}[name]
-    assert sweep.fewshot["shots"] == [1, 5, 10, 25]
+@pytest.mark.parametrize("name, runs", [("data_scaling_imagenet", 8), ("data_scaling_imagenet:seeds=2", 16),
+                                        ("patch_size_imagenet", 3), ("patch_size_imagenet:seeds=2,scale=0.01", 6)])
+def test_shipped_accelerator_sweeps_pass_their_checks(name, runs):
+    """The laptop protocol at paper scale: a validation split in every run, budgets that grow with the
+    subset, paired seeds across families (or patch sizes), BUDGET and TITLE for the figures."""
+    file, _, arg = name.partition(":")
+    sweep = spec.load(os.path.join(ROOT, "experiments", f"{file}.py") + (f":{arg}" if arg else ""))
+    assert len(sweep.runs) == runs and sweep.fewshot["shots"] == [1, 5, 10, 25]
     assert "vitjax sweep experiments/" in config_layer.load_module(sweep.path).__doc__
+    assert sweep.budget.startswith("steps = max(95,000, 90 epochs)") and sweep.title
+    configs = [r.config_dict for r in sweep.runs]
+    for c in configs:
+        assert c["data"]["val_split"] == "full[:51200]" and c["data"]["val_size"] == 0
+        assert c["data"]["train_split"] == "full[102400:]" and c["total_epochs"] == 0
+        assert 1 <= c["eval_every_steps"] <= c["total_steps"] // 10
+    steps = {c["data"]["train_size"]: c["total_steps"] for c in configs}
+    sizes = sorted(steps)
+    assert all(steps[a] <= steps[b] for a, b in zip(sizes, sizes[1:]))
+    if file == "data_scaling_imagenet" and not arg:  # the paper's 0.4B examples at 1.3M; 90 epochs (1.17B) at 13M
+        assert steps[1_300_000] * 4096 == pytest.approx(0.39e9, rel=0.01) and steps[13_000_000] == 285_645
+        assert steps[6_000_000] > steps[3_000_000]
+    if file == "patch_size_imagenet":
+        assert sizes == [13_000_000]
+    arms = {(c["model"]["variant"], c["data"]["train_size"], c["seed"]) for c in configs}
+    variants, seeds = {v for v, _, _ in arms}, {s for _, _, s in arms}
+    assert arms == {(v, n, s) for v in variants for n in sizes for s in seeds}  # every run has its pairs
 
 
 def test_data_scaling_follows_the_protocol():

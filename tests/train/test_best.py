@@ -2,9 +2,11 @@
 import os
 
 import jax
+import numpy as np
 import pytest
 
 from vitjax import rundir
+from vitjax.data import synthetic_source
 from vitjax.evaluate.classification import Evaluator
 from vitjax.train import best, trainer
 from vitjax.train.preemption import Preempted
@@ -87,7 +89,7 @@ def test_a_preempted_run_resumes_with_its_best_so_far(validated, tmp_path, monke
 
 def test_without_scheduled_evaluations_the_last_step_is_the_best(tmp_path, capsys):
     results = trainer.train(_config(eval_every_steps=0, total_steps=10), str(tmp_path / "w"))
-    assert "WARNING: data.val_size is set but eval_every_steps=0" in capsys.readouterr().out
+    assert "but eval_every_steps=0: only the last step is evaluated" in capsys.readouterr().out
     assert results["best_step"] == 10
     assert results["test_accuracy_at_best"] == results["test_accuracy"]
     assert results["test_loss_at_best"] == pytest.approx(results["test_loss"], rel=1e-6)
@@ -115,3 +117,17 @@ def test_only_a_strict_improvement_is_saved(tmp_path):
     assert saved[-1] == (5, 0.71) and [s for s, _ in log.rows] == [1, 2, 3, 4, 5]
     tracker.close()
     assert os.path.isdir(rundir.best_checkpoint_dir(str(tmp_path)))
+
+
+def test_a_named_validation_split_is_tracked_like_a_held_out_one(tmp_path):
+    """data.val_split (how streamed datasets get one) turns best-validation selection on as val_size does."""
+    make = lambda split, n: synthetic_source.make(split, n, n, (16, 16, 3), 4, 0)
+    arrays = {"train": make("train", 512), "dev": make("test", 64), "test": make("test", 128)}
+    np.savez(tmp_path / "d.npz", **{f"{s}_{k}": a for s, pair in arrays.items()
+                                    for k, a in zip(("images", "labels"), pair)})
+    c = _config(eval_every_steps=3, total_steps=6)
+    c.data.val_size, c.data.val_split, c.data.name = 0, "dev", f"npz:{tmp_path / 'd.npz'}"
+    results = trainer.train(c, str(tmp_path / "w"))
+    assert BEST_KEYS <= results.keys() and results["num_train"] == 512
+    assert (results["val_size"], results["val_split"]) == (64, "dev")
+    assert [s for s, _ in _validation_curve(str(tmp_path / "w"))] == [3, 6]

@@ -4,7 +4,8 @@ Public API (what the trainer and the CLI call):
   default_config()                  the data config and its defaults (embedded by the trainer as config.data)
   get_info(cfg) -> DataInfo         sizes, classes and the model's image shape; checks the data first
   train_batches(cfg, ...)           infinite, deterministic per-step batches (exact resume in memory)
-  eval_batches(cfg, split, ...)     finite, padded batches with a mask ('val': the split val_size holds out)
+  eval_batches(cfg, split, ...)     finite, padded batches with a mask ('val': the validation split)
+  has_validation(cfg)               whether there is one: val_size holds it out, or val_split names it
   prepare(name, data_dir, download) make a tfds dataset loadable (Fashion-MNIST offline by default)
   to_global(batch, sharding), prefetch(iterator, sharding, size)   numpy -> global jax.Arrays
 Errors: DataError (a ValueError) for unusable data or configs, MissingDataError (a FileNotFoundError) for
@@ -13,7 +14,7 @@ data that is not on disk.
 
 import tensorflow as tf
 
-from vitjax.data.config import default_config
+from vitjax.data.config import default_config, has_validation
 from vitjax.data.device import prefetch, to_global
 from vitjax.data.errors import DataError, MissingDataError
 from vitjax.data.info import DataInfo, get_info
@@ -38,6 +39,7 @@ __all__ = [
     "default_config",
     "eval_batches",
     "get_info",
+    "has_validation",
     "known_ops",
     "prefetch",
     "prepare",

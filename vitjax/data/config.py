@@ -48,7 +48,20 @@ def resolve(cfg):
     return full
 
 
+def has_validation(cfg):
+    """Whether the data config `cfg` (partial or full) has a 'val' split: val_size > 0 holds one out of the
+    train split, or val_split names one. The one rule the pipeline, the trainer and results go by."""
+    cfg = resolve(cfg)
+    return bool(cfg.val_size or cfg.val_split)
+
+
 def _check(c):
+    if c.val_size and c.val_split:
+        raise DataError(
+            f"val_size={c.val_size} and val_split={c.val_split!r} both define the validation split; set one: "
+            f"val_size holds examples out of an in-memory train split, val_split names a split (streamed "
+            f"datasets, e.g. train_split='train[:99%]', val_split='train[99%:]')."
+        )
     if c.train_size is not None and c.train_size <= 0:
         raise DataError(f"train_size must be positive or None (the whole split), got {c.train_size}.")
     for key in ("subset_seed", "val_seed"):

@@ -13,7 +13,7 @@ class DataInfo:
     num_test: int
     num_classes: int
     image_shape: tuple  # (H, W, C) after preprocessing: what the model sees.
-    num_val: int = 0  # The validation split held out of the train split (data.val_size).
+    num_val: int = 0  # Examples of the validation split (data.val_size, or the size of data.val_split).
 
 
 def get_info(cfg):
@@ -29,7 +29,19 @@ def get_info(cfg):
             f"{train.where} has {train.num_classes} classes but {test.where} has {test.num_classes}."
         )
     image_shape = model_image_shape(cfg, train, test)
-    return DataInfo(num_train, test.num_examples, train.num_classes, image_shape, cfg.val_size)
+    return DataInfo(num_train, test.num_examples, train.num_classes, image_shape, _num_val(cfg, train))
+
+
+def _num_val(cfg, train):
+    """Examples of the validation split: val_size, or those of the split val_split names (its classes and
+    pp_eval's shape checked against the train split's, as the test split's are)."""
+    if not cfg.val_split:
+        return cfg.val_size
+    val = sources.describe(cfg, "val")
+    if val.num_classes != train.num_classes:
+        raise DataError(f"{train.where} has {train.num_classes} classes but {val.where} has {val.num_classes}.")
+    model_image_shape(cfg, train, val)
+    return val.num_examples
 
 
 def pp_output_shape(pp, spec, what):

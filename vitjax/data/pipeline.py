@@ -18,7 +18,7 @@ from vitjax.data import config as config_lib
 from vitjax.data import draws, examples, info as info_lib, order, sources, streaming, subset, targets
 from vitjax.data.errors import DataError
 
-VAL = "val"  # eval_batches' name for the validation split held out of the train split (data.val_size).
+VAL = "val"  # eval_batches' name for the validation split: held out by data.val_size, or data.val_split.
 
 
 def _checked(cfg, global_batch_size, process_index, process_count):
@@ -49,9 +49,9 @@ def _eval_split(cfg, split):
     """The in-memory examples `eval_batches` goes over (see there)."""
     if split == "train":
         return train_subset(cfg)
-    if split == VAL:
+    if split == VAL and cfg.val_size:
         return val_subset(cfg)
-    return sources.load(cfg, split)
+    return sources.load(cfg, split)  # 'val' here is the split data.val_split names.
 
 
 def _preprocessor(split, pp, image_shape):
@@ -132,15 +132,16 @@ class EvalBatches:
 
 def eval_batches(cfg, split="test", *, global_batch_size, process_index=0, process_count=1):
     """EvalBatches over `split`: 'test' (cfg.test_split), 'train' (the configured train subset, in subset
-    order), 'val' (the validation split val_size holds out of the train split) or a literal split name.
-    Preprocessed with pp_eval, in the split's order."""
+    order), 'val' (the validation split: the examples val_size holds out of the train split, or the split
+    val_split names) or a literal split name. Preprocessed with pp_eval, in the split's order."""
     cfg, info, rows = _checked(cfg, global_batch_size, process_index, process_count)
-    if split == VAL and not cfg.val_size:
+    if split == VAL and not config_lib.has_validation(cfg):
         raise DataError(
-            f"split {VAL!r} is the validation split held out of the train split, but val_size is 0; set "
-            f"val_size=N (e.g. a tenth of the train split) to hold one out."
+            f"split {VAL!r} is the validation split, but val_size is 0 and val_split is empty; set "
+            f"val_size=N (e.g. a tenth of an in-memory train split) to hold one out, or val_split to name one."
         )
-    if sources.is_streaming(cfg, "train" if split == VAL else split):
+    # A held-out validation split is as streamed as the train split it comes from.
+    if sources.is_streaming(cfg, "train" if split == VAL and cfg.val_size else split):
         return streaming.eval_batches(
             cfg, info, split, global_batch_size, process_index, process_count, EvalBatches
         )

@@ -129,8 +129,10 @@ def kind(cfg):
 
 
 def split_name(cfg, split):
-    """'train'/'test' mean the config's train_split/test_split; anything else is taken literally."""
-    return {"train": cfg.train_split, "test": cfg.test_split}.get(split, split)
+    """'train'/'test' mean the config's train_split/test_split, 'val' its val_split when one is named;
+    anything else is taken literally."""
+    named = {"train": cfg.train_split, "test": cfg.test_split, "val": cfg.val_split or "val"}
+    return named.get(split, split)
 
 
 def is_streaming(cfg, split):

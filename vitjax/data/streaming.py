@@ -5,9 +5,11 @@ and preprocesses on the fly. Differences from the in-memory pipeline, by necessi
 - Resume is approximate: a restart at step k reseeds the shuffle with (seed, k), so the run continues with
   a fresh order rather than the exact examples an uninterrupted run would have seen. Augmentations are still
   keyed by (seed, step, position).
-- train_size takes the first N examples in tfds's stored order (`train[:N]`, nested; tfds shuffles once when
-  preparing), not a permutation keyed by subset_seed; class_balanced subsets and a validation split held
-  out by val_size are not available.
+- train_size takes the first N examples of train_split in tfds's stored order (`train[:N]`, or
+  `train[K:K+N]` for train_split `train[K:]`; nested; tfds shuffles once when preparing), not a permutation
+  keyed by subset_seed; class_balanced subsets and a validation split held out by val_size are not
+  available. A validation split is named instead (data.val_split, e.g. `train[99%:]` with train_split
+  `train[:99%]`) and streamed once per evaluation like the test split.
 - Batches may mix epochs (the stream repeats, no example is dropped at epoch ends).
 """
 
@@ -28,14 +30,17 @@ def _train_split(cfg):
     if cfg.val_size:
         raise DataError(
             f"val_size={cfg.val_size} holds out a validation split, which needs the dataset in memory; "
-            f"{cfg.name!r} streams. Set in_memory=True if it fits, or set val_size=0."
+            f"{cfg.name!r} streams. Set in_memory=True if it fits, or name a split instead: val_size=0, "
+            f"val_split='train[99%:]' with train_split='train[:99%]' (any disjoint tfds slices)."
         )
     if cfg.class_balanced:
         raise DataError(
             f"class_balanced subsets need the dataset in memory; {cfg.name!r} streams. Set "
             f"in_memory=True if it fits, or drop class_balanced."
         )
-    return split if cfg.train_size is None else f"{split}[:{cfg.train_size}]"
+    if cfg.train_size is None:
+        return split
+    return tfds_source.first_examples(cfg.name, cfg.data_dir, split, cfg.train_size)
 
 
 def train_batches(cfg, info, global_batch_size, start_step, seed, process_index, process_count):
@@ -62,7 +67,8 @@ def train_batches(cfg, info, global_batch_size, start_step, seed, process_index,
 def eval_batches(cfg, info, split, global_batch_size, process_index, process_count, eval_batches_cls):
     """Every process reads one of process_count near-equal parts and pads to the largest part's batch count."""
     local = global_batch_size // process_count
-    name = _train_split(cfg) if split in ("train", "val") else sources.split_name(cfg, split)
+    held_out = split == "val" and not cfg.val_split  # val_size's split: _train_split refuses it
+    name = _train_split(cfg) if split == "train" or held_out else sources.split_name(cfg, split)
     parts = tfds.even_splits(name, n=process_count, drop_remainder=False)
     counts = [tfds_source.describe(cfg.name, cfg.data_dir, p)[0] for p in parts]
     num_batches = math.ceil(max(counts) / local)

@@ -117,6 +117,21 @@ def describe(name, data_dir, split):
     return num, builder.info.features[label_key].num_classes, shape
 
 
+def first_examples(name, data_dir, split, size):
+    """The tfds split string of the first `size` examples of `split` (itself possibly a slice, e.g.
+    'train[51200:]' -> 'train[51200:51200+size]'): tfds cannot slice a slice, so `split` is made absolute
+    against the prepared builder's split sizes first. DataError when it holds fewer than `size`."""
+    builder = prepared_builder(name, data_dir)
+    num = _split_size(builder, name, split)
+    if size > num:
+        raise DataError(f"train_size={size} is larger than tfds {name!r} split {split!r} ({num} examples).")
+    parts = tfds.core.ReadInstruction.from_spec(split).to_absolute(builder.info.splits)
+    if len(parts) != 1:
+        raise DataError(f"train_size needs train_split to be one split or one slice of it, not {split!r}.")
+    start = parts[0].from_ or 0
+    return f"{parts[0].splitname}[{start}:{start + size}]"
+
+
 def fits_in_memory(name, data_dir, split, max_gb):
     num, _, shape = describe(name, data_dir, split)
     if None in shape:

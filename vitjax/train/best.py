@@ -1,7 +1,8 @@
 """Best-validation model selection: evaluate on the validation split, keep the best step's parameters.
 
-With `data.val_size > 0` the trainer's scheduled evaluations (every `eval_every_steps`, and the last
-step) are on the validation split held out of the train split, never on the test split: choosing a
+With a validation split (`data.has_validation`: `data.val_size > 0` holds one out of the train split, or
+`data.val_split` names one) the trainer's scheduled evaluations (every `eval_every_steps`, and the last
+step) are on it, never on the test split: choosing a
 step by test accuracy would report an optimistic test accuracy. `BestValidation` logs each one and
 saves the parameters whenever validation accuracy strictly improves (a tie keeps the earlier step), so
 at the end the best step's parameters can be evaluated on the test split once.
@@ -40,10 +41,12 @@ class BestValidation:
     saves, as the trainer saves its train state (it turns a non-finite state into the trainer's error).
     """
 
-    def __init__(self, workdir: str, evaluator, abstract_params, *, val_size: int, save, config: dict):
+    def __init__(self, workdir: str, evaluator, abstract_params, *, val_size: int, save, config: dict,
+                 val_split: str = ""):
         self._evaluate = evaluator
         self._abstract = {"params": abstract_params}  # rundir.read_checkpoint_params reads it as any step
-        self._val_size = val_size
+        self._val_size = val_size  # examples of the validation split, however it was made
+        self._val_split = val_split
         self._save = save
         self._ckpt = checkpoint.Checkpointer(rundir.best_checkpoint_dir(workdir), max_to_keep=1,
                                              async_save=False, config=config)
@@ -78,8 +81,10 @@ class BestValidation:
         return {"test_accuracy_at_best": test["accuracy"], "test_loss_at_best": test["loss"]}
 
     def summary(self) -> dict:
-        """results.json's keys of the validation split and its best step."""
-        return {"val_size": self._val_size, "best_step": self.best.step,
+        """results.json's keys of the validation split (its size; its name when data.val_split named it)
+        and of its best step."""
+        named = {"val_split": self._val_split} if self._val_split else {}
+        return {"val_size": self._val_size, **named, "best_step": self.best.step,
                 "best_val_accuracy": self.best.accuracy, "best_val_loss": self.best.loss}
 
     def close(self) -> None:

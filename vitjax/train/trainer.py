@@ -215,17 +215,17 @@ def _evaluator(config, p: Plan, spec: StateSpec, split: str | None = None) -> cl
 
 
 def _validation(config, p: Plan, spec: StateSpec, workdir: str) -> best.BestValidation | None:
-    """The run's best-validation tracker when data.val_size holds out a validation split, else None;
-    warns when only the last step will be evaluated on it."""
-    if not config.data.val_size:
+    """The run's best-validation tracker when the data has a validation split (data.has_validation:
+    data.val_size or data.val_split), else None; warns when only the last step will be evaluated on it."""
+    if not data.has_validation(config.data):
         return None
     if not config.eval_every_steps and rundir.is_writer():
-        print("WARNING: data.val_size is set but eval_every_steps=0: only the last step is evaluated on the "
-              "validation split, so the best step is the last; set eval_every_steps to choose among steps",
-              flush=True)
+        print("WARNING: the data has a validation split (data.val_size or data.val_split) but "
+              "eval_every_steps=0: only the last step is evaluated on it, so the best step is the last; set "
+              "eval_every_steps to choose among steps", flush=True)
     return best.BestValidation(workdir, _evaluator(config, p, spec, split=data.VAL),
-                               spec.abstract.params, val_size=config.data.val_size, save=_save,
-                               config=rundir.config_to_dict(config))
+                               spec.abstract.params, val_size=p.info.num_val, val_split=config.data.val_split,
+                               save=_save, config=rundir.config_to_dict(config))
 
 
 def _final_evaluations(p: Plan, params, log, evaluator, validation) -> dict:
