@@ -32,8 +32,8 @@ this file only (paths are local today: os.path). A command that reads a run take
 names it, a workdir, its checkpoints/ directory or one checkpoints/<step> directory, and `locate`
 turns any of them into a `Location`.
 
-This module sits low in the package graph (it imports only vitjax/checkpoint_integrity.py, which
-imports no vitjax module), so train, evaluate, analysis and sweep can all read runs through it.
+This module sits low in the package graph (it imports only vitjax/checkpoint_integrity.py and the config
+schema, vitjax/config.py, which import no vitjax module), so train, evaluate, analysis and sweep can all read runs through it.
 """
 import dataclasses
 import fcntl
@@ -48,6 +48,8 @@ from typing import Callable
 
 import jax
 import ml_collections
+
+from vitjax import config as config_layer
 
 CONFIG = "config.json"
 METRICS = "metrics.jsonl"
@@ -183,11 +185,39 @@ def flatten(tree: dict, prefix: str = "") -> dict:
     return out
 
 
-def config_changes(old: dict, new: dict) -> list[str]:
-    """'key: old -> new' for each flattened key whose value differs between two config dicts."""
+ABSENT = "<absent>"
+
+
+def same_value(a, b) -> bool:
+    """Equal as JSON: config.json holds lists where a config has tuples, and NaN (an override of a run
+    meant to fail) must equal itself."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def differing_keys(old: dict, new: dict) -> dict[str, tuple]:
+    """{flattened key: (old value, new value)} for each key whose value differs between two configs.
+
+    A key that one side lacks counts as its default in the schema (vitjax/config.py): a run recorded
+    before vitjax gained a key ran as that key's default does (keys are added with the old behaviour
+    as their default), so a new key does not make every earlier run a different config.
+    """
     old, new = flatten(old), flatten(new)
-    return [f"{key}: {old.get(key, '<absent>')!r} -> {new.get(key, '<absent>')!r}"
-            for key in sorted(old.keys() | new.keys()) if old.get(key, "<absent>") != new.get(key, "<absent>")]
+    defaults = _schema_defaults()
+    found = {}
+    for key in sorted(old.keys() | new.keys()):
+        was, wanted = old.get(key, defaults.get(key, ABSENT)), new.get(key, defaults.get(key, ABSENT))
+        if not same_value(was, wanted):
+            found[key] = (old.get(key, ABSENT), new.get(key, ABSENT))
+    return found
+
+
+def _schema_defaults() -> dict:
+    return flatten(config_to_dict(config_layer.base()))
+
+
+def config_changes(old: dict, new: dict) -> list[str]:
+    """'key: old -> new' for each key `differing_keys` finds."""
+    return [f"{key}: {was!r} -> {wanted!r}" for key, (was, wanted) in differing_keys(old, new).items()]
 
 
 def config_to_dict(config: ml_collections.ConfigDict) -> dict:

@@ -99,7 +99,7 @@ def test_only_what_the_trainer_fills_in_on_a_cpu_is_excused():
     assert stale.differences(cpu, expected) == {}
     assert stale.differences({**expected, "model": {"width": 8}}, expected) == {}  # an accelerator run
     other_kernels = {**cpu, "model": {"width": 8, "kernels": ["layernorm_vjp"]}}
-    assert stale.differences(other_kernels, expected) == {"model.kernels": (["layernorm_vjp"], stale.ABSENT)}
+    assert stale.differences(other_kernels, expected) == {"model.kernels": (["layernorm_vjp"], rundir.ABSENT)}
     # The sweep asks for no kernels: a run trained with the CPU's kernels is not that run.
     no_kernels = {**expected, "model": {"width": 8, "kernels": []}}
     assert list(stale.differences(cpu, no_kernels)) == ["model.kernels"]
@@ -108,3 +108,18 @@ def test_only_what_the_trainer_fills_in_on_a_cpu_is_excused():
 
 def test_a_nan_override_equals_itself():
     assert stale.differences({"lr": float("nan")}, {"lr": float("nan")}) == {}
+
+
+def test_a_key_vitjax_gained_since_is_its_default_not_a_difference():
+    """A run recorded before `data.val_size` existed ran without a validation split: the same as the
+    sweep asking for the default, but not as the sweep asking for a split."""
+    recorded = {"lr": 0.01, "data": {"name": "synthetic"}}
+    assert stale.differences(recorded, {"lr": 0.01, "data": {"name": "synthetic", "val_size": 0}}) == {}
+    assert stale.differences(recorded, {"lr": 0.01, "data": {"name": "synthetic", "val_size": 500}}) == {
+        "data.val_size": (rundir.ABSENT, 500)}
+    # Either way round, and for the trainer's own check when it resumes a workdir.
+    assert rundir.config_changes({"lr": 0.01, "data": {"name": "synthetic", "classes": []}}, recorded) == []
+    assert rundir.config_changes({"lr": 0.01, "data": {"name": "synthetic", "classes": [1, 2]}}, recorded) == [
+        "data.classes: [1, 2] -> '<absent>'"]
+    # A key the schema does not have (a model field) is compared as absent.
+    assert list(stale.differences({"model": {"width": 8}}, {"model": {"width": 8, "depth": 2}})) == ["model.depth"]

@@ -11,8 +11,8 @@ What the sweep resolves is compared with what the trainer resolves from the same
 file with the overrides applied, plus, on a CPU backend, what `vitjax train` fills in where the config
 leaves it unset (vitjax/xla_cpu.py: the model kernels, model.kernels, and the XLA options,
 compiler_options). A recorded value of those keys that is what the trainer fills in is no difference;
-any other difference is, as in the trainer's own check when it resumes a workdir (rundir.claim): a
-config key that vitjax gained since the run was trained too.
+nor is a key that vitjax gained since the run was trained, where the sweep gives it its default
+(rundir.differing_keys, the trainer's own rule when it resumes a workdir); any other difference is.
 """
 import json
 import os
@@ -23,21 +23,14 @@ import uuid
 from vitjax import rundir, xla_cpu
 
 STALE_DIR = "_stale"  # DIR/_stale/<name>-<time>-<random>/; a name no run can have (they begin alphanumeric)
-ABSENT = "<absent>"
 
 
 def differences(recorded: dict, expected: dict) -> dict[str, tuple]:
     """{dotted key: (recorded value, expected value)} for every key where the config a run was trained
     with (its config.json) differs from the sweep's config for it; {} when the run is current."""
-    old, new = rundir.flatten(recorded), rundir.flatten(expected)
-    filled_on_cpu = _filled_by_trainer_on_cpu(new)
-    found = {}
-    for key in sorted(old.keys() | new.keys()):
-        was, wanted = old.get(key, ABSENT), new.get(key, ABSENT)
-        if _same(was, wanted) or (key in filled_on_cpu and _same(was, filled_on_cpu[key])):
-            continue
-        found[key] = (was, wanted)
-    return found
+    filled_on_cpu = _filled_by_trainer_on_cpu(rundir.flatten(expected))
+    return {key: (was, wanted) for key, (was, wanted) in rundir.differing_keys(recorded, expected).items()
+            if not (key in filled_on_cpu and rundir.same_value(was, filled_on_cpu[key]))}
 
 
 def _filled_by_trainer_on_cpu(expected: dict) -> dict:
@@ -49,12 +42,6 @@ def _filled_by_trainer_on_cpu(expected: dict) -> dict:
     if not any(key.startswith("compiler_options.") for key in expected):
         filled.update({f"compiler_options.{k}": v for k, v in xla_cpu.COMPILER_OPTIONS.items()})
     return filled
-
-
-def _same(a, b) -> bool:
-    # As JSON: config.json holds lists where the config has tuples, and NaN (an override of a run meant
-    # to fail) must equal itself.
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
 def summary(found: dict, most: int = 3) -> str:
