@@ -2,6 +2,8 @@
 
     data_scaling.png / .csv   accuracy vs labelled training examples (data.train_size), log x, one line per
                               model (paper Figs. 3-4): test accuracy, and few-shot linear accuracy for each k
+    family_gap.png / .csv     one family's accuracy minus the other's (BiT minus ViT) at each size, paired
+                              by seed: does the ResNet's lead shrink as data grows?
     compute.png / .csv        test accuracy vs training compute (FLOPs, log x), every setting a point, each
                               family's Pareto front a staircase (Fig. 5)
     patch_size.png / .csv     ViT accuracy and training throughput (img/s) vs patch size
@@ -210,6 +212,45 @@ def _fewshot_legend(ax, lines, shots, styles) -> None:
     ax.set_ylabel("few-shot accuracy [%]")
 
 
+# --- (a') the gap between two families, seed by seed ------------------------------------------------
+
+def family_gap(rows, out, meta=None) -> list[str]:
+    """The first family's accuracy minus the second's at each training-set size (BiT minus ViT), paired by
+    seed (aggregate.family_difference): the paper's claim is that this gap shrinks as data grows."""
+    families = sorted({r.get("family") for r in rows if r.get("train_size")})
+    if len(families) != 2:
+        raise Skipped(f"needs exactly two model families at several training-set sizes, got {families}")
+    first, second = sorted(families, key=lambda f: f != "bit")  # BiT minus ViT where both are there
+    points = []
+    for size in sorted({r["train_size"] for r in rows if r.get("train_size")}):
+        try:
+            diff = aggregate.family_difference(rows, first, second, size)
+        except ValueError as error:  # several settings of one family at this size: pair them explicitly
+            raise Skipped(str(error)) from None
+        if diff["n"]:
+            points.append({"train_size": size, "runs": [], **{k: diff[k] for k in ("n", "seeds", "mean", "std")},
+                           "differences": " ".join(f"{d:.4f}" for d in diff["differences"])})
+    if len(points) < 2:
+        raise Skipped("needs paired runs (the same seed in both families) at two or more training-set sizes")
+    plt, fig, axes = _figure(1)
+    ax = axes[0]
+    stds = [0.0 if p["std"] is None or math.isnan(p["std"]) else 100 * p["std"] for p in points]
+    ax.errorbar([p["train_size"] for p in points], [100 * p["mean"] for p in points],
+                yerr=stds if any(stds) else None, capsize=3, marker="o", color="tab:purple")
+    ax.axhline(0, color="gray", linewidth=0.8)
+    _value_ticks(ax, [p["train_size"] for p in points])
+    ax.set_xlabel("labelled training examples (data.train_size)")
+    names = FAMILY_NAME.get(first, first), FAMILY_NAME.get(second, second)
+    ax.set_ylabel(f"{names[0]} minus {names[1]} [accuracy points]")
+    ax.grid(True, which="both", alpha=0.3)
+    _title(fig, meta, [{"n": p["n"]} for p in points], f"{names[0]} minus {names[1]}")
+    ax.set_title(f"{accuracy_label(aggregate.groups(rows))[:-4]}; paired by seed: mean ± std of the per-seed "
+                 f"differences", fontsize=8)
+    return [_save(plt, fig, os.path.join(out, "family_gap.png")),
+            _write_csv(os.path.join(out, "family_gap.csv"), points,
+                       ["train_size", "n", "seeds", "mean", "std", "differences"])]
+
+
 # --- (b) accuracy vs compute ----------------------------------------------------------------------
 
 def pareto_front(groups) -> list[dict]:
@@ -312,7 +353,7 @@ def _tokens(group):
     return (shape[0] // patch) * (shape[1] // patch) if shape and patch else None
 
 
-FIGURES = {"data_scaling": data_scaling, "compute": compute, "patch_size": patch_size}
+FIGURES = {"data_scaling": data_scaling, "family_gap": family_gap, "compute": compute, "patch_size": patch_size}
 
 
 def plot(sweep_dir: str, out: str | None = None) -> dict:

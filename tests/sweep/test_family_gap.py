@@ -1,0 +1,33 @@
+"""The family-gap figure: BiT minus ViT at each size, paired by seed, from a sweep's table rows."""
+import csv
+
+import pytest
+
+from vitjax.sweep import plots
+
+
+def _row(family, size, seed, accuracy):
+    return {"name": f"{family}_n{size}_s{seed}", "status": "finished", "family": family, "model": family,
+            "train_size": size, "seed": seed, "accuracy": accuracy, "accuracy_from": "best_val",
+            "config": {"model_name": family, "seed": seed, "data": {"train_size": size, "subset_seed": seed}}}
+
+
+def test_the_gap_is_paired_by_seed_and_written_with_its_table(tmp_path):
+    rows = [_row("vit", 100, 0, 0.60), _row("bit", 100, 0, 0.70), _row("vit", 100, 1, 0.62),
+            _row("bit", 100, 1, 0.68), _row("bit", 100, 2, 0.99),  # no ViT seed 2: left out
+            _row("vit", 1000, 0, 0.80), _row("bit", 1000, 0, 0.81)]
+    png, table = plots.family_gap(rows, str(tmp_path), {"title": "t", "budget": "b"})
+    with open(table) as f:
+        lines = list(csv.DictReader(f))
+    assert [int(r["train_size"]) for r in lines] == [100, 1000]
+    assert float(lines[0]["mean"]) == pytest.approx(0.08) and lines[0]["seeds"] == "0 1"
+    assert float(lines[0]["std"]) == pytest.approx(0.0282843, rel=1e-4)  # stdev(0.10, 0.06)
+    assert lines[1]["std"] == "" and float(lines[1]["mean"]) == pytest.approx(0.01)
+    assert (tmp_path / "family_gap.png").stat().st_size > 0
+
+
+def test_one_family_or_one_size_is_skipped(tmp_path):
+    with pytest.raises(plots.Skipped):
+        plots.family_gap([_row("vit", 100, 0, 0.6), _row("vit", 1000, 0, 0.7)], str(tmp_path))
+    with pytest.raises(plots.Skipped):
+        plots.family_gap([_row("vit", 100, 0, 0.6), _row("bit", 100, 0, 0.7)], str(tmp_path))
