@@ -95,14 +95,43 @@ def _late_best_check(rows) -> dict:
             "best_steps": {r["name"]: [r["best_step"], r["steps"]] for r in runs}}
 
 
+def markdown_table(rows) -> str:
+    """The plain arm's table: per family and size, acc and final-step test accuracy (mean ± std over n
+    seeds, %), the best step, and BiT minus ViT paired by seed."""
+    lines = ["| images | ViT acc | BiT acc | BiT - ViT (paired) | ViT final step | BiT final step | "
+             "best step ViT / BiT (of steps) |", "|---|---|---|---|---|---|---|"]
+    for size in sorted({r["train_size"] for r in rows if r.get("status") == "finished"}):
+        cells, steps = [], []
+        runs = {f: aggregate.members(rows, f, size) for f in ("vit", "bit")}
+        for metric in ("accuracy", "test_accuracy"):
+            for family in ("vit", "bit"):
+                cells.append(_mean_std([100 * r[metric] for r in runs[family]]))
+            if metric == "accuracy":
+                cells.append(_mean_std(list(gap(rows, size).values())))
+        for family in ("vit", "bit"):
+            steps.append(f"{statistics.fmean(r['best_step'] for r in runs[family]):,.0f}")
+        lines.append(f"| {size:,} | " + " | ".join(cells) + f" | {' / '.join(steps)} ({runs['vit'][0]['steps']:,}) |")
+    return "\n".join(lines)
+
+
+def _mean_std(values) -> str:
+    if len(values) < 2:
+        return f"{values[0]:.2f} (n=1)"
+    return f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f} (n={len(values)})"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data_scaling", help="the plain arm's sweep (or results) directory")
     parser.add_argument("--out", help="write the read-outs as JSON here")
+    parser.add_argument("--markdown", action="store_true", help="also print the plain arm's table (markdown)")
     args = parser.parse_args(argv)
     found = {}
     if args.data_scaling:
-        found.update(plain_arm(table.read(args.data_scaling)))
+        rows = table.read(args.data_scaling)
+        found.update(plain_arm(rows))
+        if args.markdown:
+            print(markdown_table(rows) + "\n")
     for name, r in found.items():
         numbers = f"Q = {r['q']:+.2f} points, tau = {r['tau']:.2f} ({r['how']})" if "q" in r else ""
         print(f"{name}: {r['verdict']:12s} {numbers}")

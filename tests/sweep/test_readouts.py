@@ -71,3 +71,11 @@ def test_p4_fails_when_a_small_run_is_best_at_its_last_step():
     rows = _table(0.05, 0.01)
     rows[0]["best_step"] = rows[0]["steps"]
     assert readouts.plain_arm(rows)["P4"]["verdict"] == "fails"
+
+
+def test_the_markdown_table_states_means_spreads_and_paired_gaps():
+    text = readouts.markdown_table(_table(gap_small=0.05, gap_large=0.01))
+    lines = text.splitlines()
+    assert len(lines) == 2 + 4  # header, rule, one line per size
+    assert lines[2].startswith("| 550 | 80.50 ± 0.71 (n=2) | 85.55 ± 0.78 (n=2) | 5.05 ± 0.07 (n=2) |")
+    assert lines[-1].endswith("| 600 / 600 (1,200) |")
