@@ -20,7 +20,6 @@ checks; `read_verified` serves the readers that want arrays on the host whatever
 just above the run-directory layer: it takes item directories, not runs, and imports no vitjax module.
 """
 import json
-import os
 
 import jax
 import jax.numpy as jnp
@@ -135,8 +134,7 @@ def _legacy_saved_order(state_dir: str) -> list[str]:
     Orbax's metadata API returns its tree with sorted keys, so the order comes from the metadata
     file itself, whose entries are written in flattening order.
     """
-    with open(os.path.join(state_dir, "_METADATA")) as f:
-        entries = json.load(f)["tree_metadata"].values()
+    entries = json.loads((_path(state_dir) / "_METADATA").read_text())["tree_metadata"].values()
     return ["/".join(str(key["key"]) for key in entry["key_metadata"]) for entry in entries
             if entry["value_metadata"]["value_type"] != "None"]
 

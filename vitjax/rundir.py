@@ -27,13 +27,16 @@ version or the new one, and a damaged one is reported with its fix (`read_json`)
 appended to; a line cut short is skipped when read and dropped when a run resumes, which also drops
 the rows the resumed run writes again (`keep_metrics`).
 
-Every path inside a run directory is made here, so that moving runs to another filesystem changes
-this file only (paths are local today: os.path). A command that reads a run takes it as the user
+Every path inside a run directory is made here, and every file of a run is read and written
+through vitjax/storage.py, so a run directory may be local or in a bucket (--workdir gs://bucket/run):
+there JSON files are single uploads (whole or not at all without a temporary file), metrics.jsonl is
+written whole at each write (objects cannot be appended to), set-aside and history moves copy and then
+delete, and train.lock is advisory (`lock`). A command that reads a run takes it as the user
 names it, a workdir, its checkpoints/ directory or one checkpoints/<step> directory, and `locate`
 turns any of them into a `Location`.
 
-This module sits low in the package graph (it imports only vitjax/checkpoint_integrity.py and the config
-schema, vitjax/config.py, which import no vitjax module), so train, evaluate, analysis and sweep can all read runs through it.
+This module sits low in the package graph (it imports only vitjax/checkpoint_integrity.py, vitjax/storage.py
+and the config schema, vitjax/config.py, which import no vitjax module), so train, evaluate, analysis and sweep can all read runs through it.
 """
 import dataclasses
 import fcntl
@@ -41,7 +44,6 @@ import itertools
 import json
 import os
 import secrets
-import shutil
 import socket
 import time
 from typing import Callable
@@ -50,6 +52,7 @@ import jax
 import ml_collections
 
 from vitjax import config as config_layer
+from vitjax import storage
 
 CONFIG = "config.json"
 METRICS = "metrics.jsonl"
@@ -79,11 +82,11 @@ _WHAT_TO_PASS = (f"pass a vitjax workdir (it holds {CONFIG}), its {CHECKPOINTS}/
 
 def file_path(run_dir: str, name: str) -> str:
     """The path of the file or directory `name` (one of this module's constants) in a run."""
-    return os.path.join(run_dir, name)
+    return storage.join(run_dir, name)
 
 
 def exists(run_dir: str, name: str) -> bool:
-    return os.path.exists(file_path(run_dir, name))
+    return storage.exists(file_path(run_dir, name))
 
 
 def checkpoint_dir(run_dir: str) -> str:
@@ -96,36 +99,48 @@ def best_checkpoint_dir(run_dir: str) -> str:
 
 def step_dir(directory: str, step: int) -> str:
     """One step's directory in a checkpoints directory."""
-    return os.path.join(directory, str(step))
+    return storage.join(directory, str(step))
 
 
 def checkpoint_steps(directory: str) -> list[int]:
     """The finalised steps in a checkpoints directory, oldest first.
 
     Orbax writes a step under a temporary name (`<step>.orbax-checkpoint-tmp-...`) and renames it to
-    `<step>` when complete, so only all-digit names count.
+    `<step>` when complete, so only all-digit names count. On an object store, which cannot rename,
+    orbax writes `<step>/` in place and marks it complete last with `<step>/commit_success.txt`: there
+    a step counts only with that file.
     """
-    if not os.path.isdir(directory):
+    if not storage.isdir(directory):
         return []
-    return sorted(int(name) for name in os.listdir(directory)
-                  if name.isdigit() and os.path.isdir(os.path.join(directory, name)))
+    steps = [name for name in storage.listdir(directory)
+             if name.isdigit() and storage.isdir(storage.join(directory, name))]
+    if storage.is_remote(directory):
+        steps = [name for name in steps if storage.exists(storage.join(directory, name, _COMMITTED))]
+    return sorted(map(int, steps))
+
+
+_COMMITTED = "commit_success.txt"  # orbax's marker of a finished step on an object store
 
 
 def corrupt_dir(directory: str) -> str:
     """The corrupt_<name>/ directory beside a checkpoints directory <name> (corrupt_checkpoints/ beside
     checkpoints/): each checkpoints directory of a run sets its steps aside apart from the others'."""
-    absolute = os.path.abspath(directory)
-    return os.path.join(os.path.dirname(absolute), _CORRUPT + os.path.basename(absolute))
+    absolute = storage.absolute(directory)
+    return storage.join(storage.dirname(absolute), _CORRUPT + storage.basename(absolute))
 
 
 def set_aside(directory: str, step: int) -> str:
     """Moves a corrupt step out of a checkpoints directory to corrupt_checkpoints/<step>-<unix time>
-    beside it, where it is kept for inspection; returns the new path."""
-    target = os.path.join(corrupt_dir(directory), f"{step}-{int(time.time())}")
-    os.makedirs(os.path.dirname(target), exist_ok=True)
+    beside it, where it is kept for inspection; returns the new path.
+
+    A rename on a disk; on an object store a copy of every object and then the originals' deletion
+    (storage.move: not atomic there, but a step is never lost: a crash between the two leaves it in
+    both places, and the trainer finds it corrupt again and sets it aside again)."""
+    target = storage.join(corrupt_dir(directory), f"{step}-{int(time.time())}")
+    storage.makedirs(storage.dirname(target))
     source = step_dir(directory, step)
-    if os.path.exists(source):
-        shutil.move(source, target)
+    if storage.exists(source):
+        storage.move(source, target)
     return target
 
 
@@ -142,13 +157,13 @@ def locate(path: str) -> Location:
 
     Raises FileNotFoundError naming what to pass when `path` is none of them.
     """
-    if not os.path.exists(path):
+    if not storage.exists(path):
         raise FileNotFoundError(f"{path!r} does not exist; {_WHAT_TO_PASS}")
-    absolute = os.path.abspath(path)
-    name, parent = os.path.basename(absolute), os.path.dirname(absolute)
-    if name.isdigit() and os.path.isdir(os.path.join(absolute, STATE)):
-        return Location(os.path.dirname(parent), parent, int(name))
-    if os.path.exists(os.path.join(absolute, CONFIG)) or os.path.isdir(checkpoint_dir(absolute)):
+    absolute = storage.absolute(path)
+    name, parent = storage.basename(absolute), storage.dirname(absolute)
+    if name.isdigit() and storage.isdir(storage.join(absolute, STATE)):
+        return Location(storage.dirname(parent), parent, int(name))
+    if storage.exists(storage.join(absolute, CONFIG)) or storage.isdir(checkpoint_dir(absolute)):
         return Location(absolute, checkpoint_dir(absolute), None)
     if name == CHECKPOINTS or checkpoint_steps(absolute):
         return Location(parent, absolute, None)
@@ -246,10 +261,9 @@ def read_json(run_dir: str, name: str) -> dict | None:
     Raises DamagedFileError naming the file and how to get it back when it is empty or not JSON.
     """
     path = file_path(run_dir, name)
-    if not os.path.exists(path):
+    if not storage.exists(path):
         return None
-    with open(path, "rb") as f:
-        raw = f.read()
+    raw = storage.read_bytes(path)
     try:
         return json.loads(raw)
     except ValueError as error:  # JSONDecodeError, and UnicodeDecodeError for bytes that are no text
@@ -264,7 +278,11 @@ def replace_file(path: str, text: str) -> None:
 
     A reader sees the previous file or the new one, never a part, and so does the next run after a
     crash or power loss: the data reach the disk before the rename, the rename before this returns.
+    On an object store one upload is already whole or nothing (storage.write_text).
     """
+    if storage.is_remote(path):
+        storage.write_text(path, text)
+        return
     directory = os.path.dirname(os.path.abspath(path))
     # A name of its own per writer (two processes replacing one file must not share a temporary), made
     # with open(): unlike tempfile's, it gets the umask's permissions, as the file itself would.
@@ -352,7 +370,7 @@ def claim(run_dir: str, config: ml_collections.ConfigDict, *, force: bool) -> st
         return None
     kept = keep_history(run_dir) if force and (replaced or exists(run_dir, RESULTS)) else None
     if replaced or not exists(run_dir, CONFIG):
-        os.makedirs(run_dir, exist_ok=True)
+        storage.makedirs(run_dir)
         write_json(run_dir, CONFIG, config_to_dict(config))
     return kept
 
@@ -366,15 +384,19 @@ def keep_history(run_dir: str) -> str | None:
         return None
     target = _new_history_dir(run_dir)
     for name in present:  # config.json first: it must stay in place until the new one replaces it
-        move = shutil.copy2 if name == CONFIG else os.replace
-        move(file_path(run_dir, name), os.path.join(target, name))
+        move = storage.copy_file if name == CONFIG else storage.move
+        move(file_path(run_dir, name), storage.join(target, name))
     return target
 
 
 def _new_history_dir(run_dir: str) -> str:
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     for attempt in itertools.count():
-        target = os.path.join(file_path(run_dir, HISTORY), stamp + (f"-{attempt}" if attempt else ""))
+        target = storage.join(file_path(run_dir, HISTORY), stamp + (f"-{attempt}" if attempt else ""))
+        if storage.is_remote(target):  # no directories to make there: a new name is enough
+            if not storage.exists(target):
+                return target
+            continue
         try:
             os.makedirs(target)
             return target
@@ -385,15 +407,14 @@ def _new_history_dir(run_dir: str) -> str:
 def read_metrics(run_dir: str) -> list[dict]:
     """The rows of metrics.jsonl, oldest first; a line cut short by a kill is skipped."""
     path = file_path(run_dir, METRICS)
-    if not os.path.exists(path):
+    if not storage.exists(path):
         return []
     rows = []
-    with open(path) as f:
-        for line in f:
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
+    for line in storage.read_text(path).splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
     return rows
 
 
@@ -402,13 +423,12 @@ def keep_metrics(run_dir: str, keep: Callable[[dict], bool]) -> int:
     returns how many rows were dropped. A line cut short by a kill goes too, so the next row appended
     starts a line of its own."""
     path = file_path(run_dir, METRICS)
-    if not is_writer() or not os.path.exists(path):
+    if not is_writer() or not storage.exists(path):
         return 0
     rows = read_metrics(run_dir)
     kept = [row for row in rows if keep(row)]
     text = "".join(json.dumps(row) + "\n" for row in kept)
-    with open(path) as f:
-        unchanged = f.read() == text
+    unchanged = storage.read_text(path) == text
     if not unchanged:
         replace_file(path, text)
     return len(rows) - len(kept)
@@ -421,23 +441,55 @@ class MetricsLog:
     so metrics.jsonl holds each step once. TensorBoard's events files are not rewritten: each attempt
     writes its own, and the steps an interrupted attempt logged after its last checkpoint appear
     there twice (TensorBoard plots both); metrics.jsonl is the record.
+
+    In a bucket, where an object cannot be appended to, the log keeps the file's text and uploads it
+    whole at each write (each upload whole or not at all); TensorBoard's events go through
+    TensorFlow's own GCS client, or are skipped with a printed reason where that cannot reach the
+    bucket (`tensorboard_unreachable`).
     """
 
     def __init__(self, run_dir: str):
         from clu import metric_writers  # imported here: pulls in TensorFlow's summary ops
         self._path = file_path(run_dir, METRICS)
-        self._writer = metric_writers.create_default_writer(run_dir, just_logging=not is_writer())
+        self._text = None  # in a bucket: the whole of metrics.jsonl, uploaded at each write
+        if storage.is_remote(run_dir) and is_writer():
+            self._text = storage.read_text(self._path) if storage.exists(self._path) else ""
+        skipped = tensorboard_unreachable(run_dir)
+        if skipped and is_writer():
+            print(f"WARNING: TensorBoard events are not written: {skipped}; metrics.jsonl has every value",
+                  flush=True)
+        self._writer = metric_writers.create_default_writer(run_dir, just_logging=not is_writer() or bool(skipped))
 
     def write(self, step: int, scalars: dict) -> None:
         scalars = {k: float(v) for k, v in scalars.items()}
         self._writer.write_scalars(step, scalars)
-        if is_writer():
+        if not is_writer():
+            return
+        line = json.dumps({"step": step, **scalars}) + "\n"
+        if self._text is None:
             with open(self._path, "a") as f:
-                f.write(json.dumps({"step": step, **scalars}) + "\n")
+                f.write(line)
+        else:
+            self._text += line
+            storage.write_text(self._path, self._text)
 
     def close(self) -> None:
         self._writer.flush()
         self._writer.close()
+
+
+def tensorboard_unreachable(run_dir: str) -> str | None:
+    """Why TensorFlow's summary writer cannot write into `run_dir`, or None when it can.
+
+    TensorFlow writes gs:// paths with its own GCS client, whose endpoints are built in
+    (storage.googleapis.com): unlike orbax's tensorstore and etils' gcsfs, it does not read
+    STORAGE_EMULATOR_HOST, so with that set (a GCS emulator, as in the tests and docs/scaling.md)
+    it would write to real GCS or hang without network.
+    """
+    if storage.is_remote(run_dir) and os.environ.get("STORAGE_EMULATOR_HOST"):
+        return ("STORAGE_EMULATOR_HOST is set, and TensorFlow's GCS client (which writes TensorBoard's "
+                "gs:// events) has no emulator endpoint setting")
+    return None
 
 
 # --- One trainer per run --------------------------------------------------------------------------
@@ -449,11 +501,16 @@ class WorkdirInUse(RuntimeError):
 class Lock:
     """The lock `lock` took on a run directory; held until `release` or the end of the process."""
 
-    def __init__(self, path: str, fd: int | None):
+    def __init__(self, path: str, fd: int | None, *, advisory: bool = False):
         self.path = path
         self._fd = fd  # None: the filesystem cannot lock, and the run goes on unlocked (`lock` warned)
+        self._advisory = advisory  # in a bucket: train.lock only names this trainer (`_advisory_lock`)
 
     def release(self) -> None:
+        if self._advisory:
+            self._advisory = False
+            if storage.exists(self.path):
+                storage.remove(self.path)
         if self._fd is None:
             return
         os.ftruncate(self._fd, 0)  # the holder's name goes with the lock
@@ -485,8 +542,10 @@ def lock(run_dir: str) -> Lock:
     is refused whichever host its process 0 is on; filesystems that keep locks on one host (gcsfuse,
     NFS mounted with -o nolock) refuse it only when its process 0 shares the first one's host, as when
     the same command is started again. Where the filesystem cannot lock at all, this warns and returns
-    a Lock that holds nothing.
+    a Lock that holds nothing, and in a bucket (gs://) `_advisory_lock` names the trainer without locking.
     """
+    if storage.is_remote(run_dir):
+        return _advisory_lock(run_dir)
     os.makedirs(run_dir, exist_ok=True)
     path = file_path(run_dir, LOCK)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -510,12 +569,42 @@ def lock(run_dir: str) -> Lock:
     return Lock(path, fd)
 
 
+def _advisory_lock(run_dir: str) -> Lock:
+    """In a bucket, train.lock names the trainer (pid, host, since when) and is deleted when it ends,
+    but it excludes nobody, and this says so.
+
+    An object store has no flock, and the kernel that drops a dead process's lock is not there to
+    drop a lease: a trainer killed by SIGKILL or a preemption would leave its train.lock behind, and
+    a lock that refused on it would stop every restart of a preempted run until someone deleted it.
+    So nothing is refused: a train.lock left by another trainer is reported (it may still be running,
+    or have been killed) and replaced. Running one trainer per workdir is the user's job here; the
+    trainers of a job sharing one workdir (one per host) lock nothing either way (only process 0 calls this).
+    """
+    path = file_path(run_dir, LOCK)
+    if storage.exists(path):
+        print(f"WARNING: {path} names another trainer ({_described(storage.read_bytes(path))}): it may still be "
+              f"working on this run, or have been killed; if it is running, stop one of them", flush=True)
+    print(f"WARNING: {run_dir} is in an object store, which has no file locks: nothing stops a second "
+          f"trainer on this workdir; {LOCK} only names this one", flush=True)
+    holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    storage.write_text(path, json.dumps(holder))
+    return Lock(path, None, advisory=True)
+
+
 def _holder(fd: int) -> str:
     """The holder a locked train.lock names, in words."""
     try:
-        holder = json.loads(os.pread(fd, 4096, 0))
+        return _described(os.pread(fd, 4096, 0))
+    except OSError:
+        return "its pid is not written yet"
+
+
+def _described(raw: bytes) -> str:
+    """A train.lock's holder in words."""
+    try:
+        holder = json.loads(raw)
         return f"pid {holder['pid']} on host {holder['host']}, since {holder['since']}"
-    except (ValueError, KeyError, TypeError, OSError):
+    except (ValueError, KeyError, TypeError):
         return "its pid is not written yet"
 
 
@@ -535,7 +624,7 @@ def read_checkpoint_params(path: str) -> dict:
     for index, step in enumerate(steps):
         directory = step_dir(location.checkpoint_dir, step)
         try:
-            return integrity.read_verified(os.path.join(directory, STATE), os.path.join(directory, META),
+            return integrity.read_verified(storage.join(directory, STATE), storage.join(directory, META),
                                            f"checkpoint step {step} in {location.checkpoint_dir}")["params"]
         except integrity.CorruptCheckpointError as error:
             if location.step is not None:

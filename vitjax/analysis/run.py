@@ -292,9 +292,12 @@ def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None
                     num_images: int = 64, init_control: bool = True) -> dict:
     """Loads a run's config and newest (or the given) checkpoint and writes every analysis that applies,
     each beside the same analysis of the run's initial parameters unless `init_control` is False."""
-    from vitjax import rundir
+    from vitjax import rundir, storage
 
-    run_dir = rundir.locate(workdir).run_dir
+    run_dir = rundir.locate(workdir).run_dir  # a gs:// run is read as any other (vitjax/storage.py)
+    if storage.is_remote(out or run_dir):
+        raise ValueError(f"vitjax analyze writes its figures with local file APIs, and {out or run_dir} is a "
+                         f"bucket URL; pass --out with a local directory (a gs:// --workdir is fine)")
     config = rundir.load_config(run_dir)
     params = rundir.read_checkpoint_params(checkpoint or workdir)
     model = model_from_config(config, params)

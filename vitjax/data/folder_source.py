@@ -6,15 +6,15 @@ split numbers the classes the same way even when one split lacks a class.
 Every image is decoded once at load time: that is what catches undecodable files, 16-bit images and mixed
 sizes before training. Images of one size are kept decoded (fast training); a folder of mixed sizes keeps
 the encoded bytes and the pipeline decodes them, which then needs a resizing op in the pp string
-(checked before training). Mixed channel counts are unified: any colour image makes the split RGB
+(checked before training). The root may be a URL (gs://...; read through vitjax/storage.py).
+Mixed channel counts are unified: any colour image makes the split RGB
 (grayscale repeated, alpha dropped). 16-bit images are scaled to 8 bits by the decoder.
 """
-
-import os
 
 import numpy as np
 import tensorflow as tf
 
+from vitjax import storage
 from vitjax.data.errors import DataError, MissingDataError
 
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
@@ -22,26 +22,26 @@ IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif")
 
 def class_names(root):
     names = set()
-    for split in os.listdir(root):
-        split_dir = os.path.join(root, split)
-        if os.path.isdir(split_dir):
-            names.update(d for d in os.listdir(split_dir) if os.path.isdir(os.path.join(split_dir, d)))
+    for split in storage.listdir(root):
+        split_dir = storage.join(root, split)
+        if storage.isdir(split_dir):
+            names.update(d for d in storage.listdir(split_dir) if storage.isdir(storage.join(split_dir, d)))
     return sorted(names)
 
 
 def _files(root, split):
-    split_dir = os.path.join(root, split)
-    if not os.path.isdir(split_dir):
+    split_dir = storage.join(root, split)
+    if not storage.isdir(split_dir):
         raise MissingDataError(f"Image folder {root} has no split directory {split!r} ({split_dir}).")
     classes = class_names(root)
     files, labels = [], []
     for label, name in enumerate(classes):
-        class_dir = os.path.join(split_dir, name)
-        if not os.path.isdir(class_dir):
+        class_dir = storage.join(split_dir, name)
+        if not storage.isdir(class_dir):
             continue
-        for fname in sorted(os.listdir(class_dir)):
+        for fname in sorted(storage.listdir(class_dir)):
             if fname.lower().endswith(IMAGE_EXTENSIONS):
-                files.append(os.path.join(class_dir, fname))
+                files.append(storage.join(class_dir, fname))
                 labels.append(label)
     return files, np.asarray(labels, np.int64), len(classes)
 
@@ -56,7 +56,7 @@ def _unify_channels(image, channels):
 
 def load(root, split):
     """(images, labels, num_classes, channels): images uint8 [N, H, W, C], or encoded bytes [N] if sizes vary."""
-    if not os.path.isdir(root):
+    if not storage.isdir(root):
         raise MissingDataError(f"Image folder root {root} does not exist.")
     files, labels, num_classes = _files(root, split)
     if not files:
@@ -66,8 +66,7 @@ def load(root, split):
         )
     encoded, decoded = [], []
     for path in files:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = storage.read_bytes(path)
         try:
             image = tf.io.decode_image(data, channels=0, expand_animations=False)
         except tf.errors.InvalidArgumentError as e:

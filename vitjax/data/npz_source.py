@@ -1,21 +1,22 @@
 """A dataset in one .npz file ('npz:/path/data.npz'): arrays you already have, with no tfds builder.
 
+A path may be a URL (gs://...; read through vitjax/storage.py).
+
 Keys: '<split>_images' (uint8 [N, H, W, C]), '<split>_labels' (int [N]) for each split, and optionally
 'num_classes' (otherwise 1 + the largest label over all splits in the file).
 """
 
-import os
-
 import numpy as np
 
+from vitjax import storage
 from vitjax.data.errors import DataError, MissingDataError
 
 
 def load(path, split):
     """(images, labels, num_classes) of `split`; checking them is left to sources.validate."""
-    if not os.path.exists(path):
+    if not storage.exists(path):
         raise MissingDataError(f"npz data file {path} does not exist.")
-    with np.load(path, allow_pickle=False) as f:
+    with np.load(storage.readable(path), allow_pickle=False) as f:
         keys = set(f.files)
         want = (f"{split}_images", f"{split}_labels")
         if not set(want) <= keys:

@@ -23,6 +23,7 @@ ValueError that lists the keys.
 """
 from __future__ import annotations
 
+import io
 import logging
 import os
 import re
@@ -34,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import traverse_util
 
+from vitjax import storage
 from vitjax.models import posemb as posemb_lib
 from vitjax.models.bit import BIT_DEPTHS, BiT
 from vitjax.models.vit import ViT
@@ -61,10 +63,10 @@ def read(path_or_arrays) -> dict[str, np.ndarray]:
     if isinstance(path_or_arrays, Mapping):
         return {str(k): np.asarray(v) for k, v in path_or_arrays.items()}
     path = os.fspath(path_or_arrays)
-    if not os.path.exists(path):
+    if not storage.exists(path):
         raise FileNotFoundError(f"no checkpoint at {path!r}")
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with np.load(storage.readable(path), allow_pickle=False) as data:
             if not hasattr(data, "files"):
                 raise ValueError("not an archive")
             return {k: data[k] for k in data.files}
@@ -266,13 +268,19 @@ def from_official(arrays: Mapping[str, np.ndarray]) -> tuple[str, dict[str, np.n
 def save(path, params) -> str:
     """Writes `params` as an official-format `.npz` (readable by timm's `load_pretrained`).
 
-    Returns the path written (np.savez appends '.npz' when missing).
+    Returns the path written ('.npz' is appended when missing). `path` may be a URL (gs://...):
+    the archive is then built in memory and uploaded whole.
     """
     arrays = to_official(params)
     path = os.fspath(path)
     if not path.endswith(".npz"):
         path += ".npz"
-    np.savez(path, **arrays)
+    if storage.is_remote(path):
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        storage.write_bytes(path, buffer.getvalue())
+    else:
+        np.savez(path, **arrays)
     return path
 
 

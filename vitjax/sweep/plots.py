@@ -14,16 +14,19 @@ how many). The accuracy is the test accuracy at the best validation step where t
 split, else the final step's; the y axis says which. A sweep file's TITLE and BUDGET (in DIR/sweep.json)
 go into each figure's title.
 
+DIR and --out may be bucket URLs (gs://...; written through vitjax/storage.py).
+
 Each figure is written beside the table of groups it was drawn from. A figure whose runs are missing
 (fewer than two data sizes, no FLOPs, fewer than two patch sizes) is skipped with the reason.
 """
 import csv
+import io
 import json
 import math
-import os
 import re
 import textwrap
 
+from vitjax import storage
 from vitjax.rundir import flatten
 from vitjax.sweep import aggregate
 
@@ -68,10 +71,11 @@ def _groups(groups, column: str, varying: tuple, min_points: int = 2) -> list[tu
 
 def _write_csv(path, groups, columns):
     """The figure's table: one line per group (seeds and runs space-separated, a NaN std empty)."""
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(aggregate.csv_row(g) for g in groups)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(aggregate.csv_row(g) for g in groups)
+    storage.write_text(path, text.getvalue())  # a local path or a bucket's (gs://)
     return path
 
 
@@ -85,8 +89,10 @@ def _figure(ncols):
 
 def _save(plt, fig, path):
     fig.tight_layout()
-    fig.savefig(path, dpi=130)
+    image = io.BytesIO()
+    fig.savefig(image, dpi=130, format="png")
     plt.close(fig)
+    storage.write_bytes(path, image.getvalue())  # a local path or a bucket's (gs://)
     return path
 
 
@@ -192,8 +198,8 @@ def data_scaling(rows, out, meta=None) -> list[str]:
                *_stat_columns(["test_accuracy", "best_val_accuracy"], ("mean",)),
                *_stat_columns([f"fewshot_{k}shot" for k in shots], ("mean", "std")),
                "params", "train_flops", "examples_seen", "runs"]
-    return [_save(plt, fig, os.path.join(out, "data_scaling.png")),
-            _write_csv(os.path.join(out, "data_scaling.csv"), table, columns)]
+    return [_save(plt, fig, storage.join(out, "data_scaling.png")),
+            _write_csv(storage.join(out, "data_scaling.csv"), table, columns)]
 
 
 def _stat_columns(metrics, stats=aggregate.STATS) -> list[str]:
@@ -246,8 +252,8 @@ def family_gap(rows, out, meta=None) -> list[str]:
     _title(fig, meta, [{"n": p["n"]} for p in points], f"{names[0]} minus {names[1]}")
     ax.set_title(f"{accuracy_label(aggregate.groups(rows))[:-4]}; paired by seed: mean ± std of the per-seed "
                  f"differences", fontsize=8)
-    return [_save(plt, fig, os.path.join(out, "family_gap.png")),
-            _write_csv(os.path.join(out, "family_gap.csv"), points,
+    return [_save(plt, fig, storage.join(out, "family_gap.png")),
+            _write_csv(storage.join(out, "family_gap.csv"), points,
                        ["train_size", "n", "seeds", "mean", "std", "differences"])]
 
 
@@ -300,8 +306,8 @@ def compute(rows, out, meta=None) -> list[str]:
     _title(fig, meta, groups, "Accuracy vs training compute")
     columns = ["family", "model", "train_size", "patch_size", "n", "seeds", *_stat_columns(["accuracy"]),
                "accuracy_from", "train_flops", "flops_per_step", "params", "pareto", "runs"]
-    return [_save(plt, fig, os.path.join(out, "compute.png")),
-            _write_csv(os.path.join(out, "compute.csv"), table, columns)]
+    return [_save(plt, fig, storage.join(out, "compute.png")),
+            _write_csv(storage.join(out, "compute.csv"), table, columns)]
 
 
 # --- (c) patch size -------------------------------------------------------------------------------
@@ -344,8 +350,8 @@ def patch_size(rows, out, meta=None) -> list[str]:
     _title(fig, meta, table, "Patch size")
     columns = ["line", "model", "patch_size", "tokens", "n", "seeds", *_stat_columns(["accuracy"]), "accuracy_from",
                "img_per_sec", "flops_per_step", "train_flops", "params", "runs"]
-    return [_save(plt, fig, os.path.join(out, "patch_size.png")),
-            _write_csv(os.path.join(out, "patch_size.csv"), table, columns)]
+    return [_save(plt, fig, storage.join(out, "patch_size.png")),
+            _write_csv(storage.join(out, "patch_size.csv"), table, columns)]
 
 
 def _tokens(group):
@@ -360,12 +366,12 @@ def plot(sweep_dir: str, out: str | None = None) -> dict:
     """Draws every figure the sweep's finished runs allow; returns {'written': {...}, 'skipped': {...}}."""
     from vitjax import rundir
     from vitjax.sweep import table
-    if not os.path.isdir(sweep_dir):
+    if not storage.isdir(sweep_dir):
         raise FileNotFoundError(f"{sweep_dir} is not a directory; pass a sweep's --workdir")
     rows = [r for r in table.read(sweep_dir) if r.get("status") == "finished"]
     meta = rundir.read_json(sweep_dir, table.SWEEP) or {}
-    out = out or os.path.join(sweep_dir, "figures")
-    os.makedirs(out, exist_ok=True)
+    out = out or storage.join(sweep_dir, "figures")
+    storage.makedirs(out)
     result = {"out": out, "runs": len(rows), "written": {}, "skipped": {}}
     for name, draw in FIGURES.items():
         try:

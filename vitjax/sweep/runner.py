@@ -31,7 +31,7 @@ import threading
 import time
 import traceback
 
-from vitjax import rundir
+from vitjax import rundir, storage
 from vitjax.sweep import runlock, stale, table
 from vitjax.train.preemption import PREEMPTED_EXIT_CODE
 
@@ -124,6 +124,11 @@ def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parall
     settings = probes_of(sweep, fewshot)
     if parallel < 1:
         raise ValueError(f"--parallel must be >= 1, got {parallel}")
+    if storage.is_remote(sweep_dir):
+        raise ValueError(f"sweep workdir {sweep_dir!r} is a bucket URL, but the sweep runner locks each run with "
+                         f"fcntl and writes its trainers' logs to local files, which an object store cannot do; "
+                         f"sweep into a local or NFS directory (`vitjax plot` reads a sweep copied to gs://, and "
+                         f"`vitjax train --workdir gs://...` trains single runs there)")
     plan = [(run, os.path.join(sweep_dir, run.name)) for run in runs]
     plan = [(run, run_dir, todo(run_dir, settings, run.config_dict)) for run, run_dir in plan]
     if dry_run:

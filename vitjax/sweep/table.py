@@ -24,6 +24,7 @@ writers (a sweep's worker threads, two sweeps) never meet half a file or each ot
 """
 import contextlib
 import csv
+import io
 import dataclasses
 import json
 import os
@@ -32,7 +33,7 @@ import statistics
 import threading
 import uuid
 
-from vitjax import rundir
+from vitjax import rundir, storage
 from vitjax.sweep import aggregate, runlock, stale
 
 SWEEP = "sweep.json"  # the sweep's definition, written by the runner; lets `vitjax plot` list pending runs
@@ -188,7 +189,7 @@ def write(sweep_dir: str, rows: list[dict]) -> tuple[str, str]:
 
 def _write_pair(sweep_dir, csv_name, json_name, columns, csv_rows, payload) -> tuple[str, str]:
     """DIR/csv_name with `columns` of `csv_rows`, and DIR/json_name with {'columns', **payload}."""
-    csv_path, json_path = os.path.join(sweep_dir, csv_name), os.path.join(sweep_dir, json_name)
+    csv_path, json_path = storage.join(sweep_dir, csv_name), storage.join(sweep_dir, json_name)
     with _replacing(csv_path, newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
@@ -209,7 +210,7 @@ def update(sweep_dir: str) -> tuple[list[dict], str]:
 
 def write_definition(sweep_dir: str, definition: dict) -> None:
     """Writes DIR/sweep.json (atomically): the runs `collect` lists, pending ones too."""
-    with _replacing(os.path.join(sweep_dir, SWEEP)) as f:
+    with _replacing(storage.join(sweep_dir, SWEEP)) as f:
         json.dump(definition, f, indent=1)
 
 
@@ -217,7 +218,13 @@ def write_definition(sweep_dir: str, definition: dict) -> None:
 def _replacing(path: str, newline=None):
     """A text file to write that replaces `path` when the block ends without an error. It is a
     temporary file of its own beside `path` (same filesystem: the rename is atomic), removed on error;
-    made with O_EXCL rather than tempfile.mkstemp so that it gets the umask's mode, not 0600."""
+    made with O_EXCL rather than tempfile.mkstemp so that it gets the umask's mode, not 0600. In a
+    bucket (gs://) the text is kept in memory and uploaded whole (an upload is whole or nothing)."""
+    if storage.is_remote(path):
+        buffer = io.StringIO()
+        yield buffer
+        storage.write_text(path, buffer.getvalue())
+        return
     tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "x", newline=newline) as f:
@@ -236,12 +243,12 @@ def collect(sweep_dir: str) -> list[dict]:
     want_probes = tuple(p for p in rundir.PROBE_FILES if definition.get(p) is not None and definition["runs"])
     rows, listed = [], set()
     for run in definition["runs"]:
-        rows.append(run_row(run["name"], os.path.join(sweep_dir, run["name"]), config=run.get("config_dict"),
+        rows.append(run_row(run["name"], storage.join(sweep_dir, run["name"]), config=run.get("config_dict"),
                             config_file=run.get("config", ""), overrides=run.get("overrides"),
                             want_probes=want_probes))
         listed.add(run["name"])
-    for entry in sorted(os.listdir(sweep_dir)) if os.path.isdir(sweep_dir) else []:
-        run_dir = os.path.join(sweep_dir, entry)
+    for entry in sorted(storage.listdir(sweep_dir)) if storage.isdir(sweep_dir) else []:
+        run_dir = storage.join(sweep_dir, entry)
         if entry not in listed and any(rundir.exists(run_dir, f) for f in (rundir.CONFIG, rundir.FAILED)):
             rows.append(run_row(entry, run_dir))
     return rows

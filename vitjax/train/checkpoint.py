@@ -15,7 +15,6 @@ processes agree on whether every one of them could, the checksums are computed o
 arrays (the same on each), and only process 0 moves a step. Where steps live is vitjax/rundir.py's.
 """
 import logging
-import os
 import time
 
 import jax
@@ -23,7 +22,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 
-from vitjax import rundir
+from vitjax import rundir, storage
 from vitjax import checkpoint_integrity as integrity
 from vitjax.checkpoint_integrity import CorruptCheckpointError
 
@@ -51,12 +50,12 @@ class Checkpointer:
 
     def __init__(self, directory: str, *, max_to_keep: int = 3, async_save: bool = True,
                  read_only: bool = False, config: dict | None = None):
-        self.directory = os.path.abspath(directory)
+        self.directory = storage.absolute(directory)  # a local path made absolute (orbax needs it), or gs://...
         self._max_to_keep = max_to_keep
         self._async = async_save
         self._read_only = read_only
         self._config = config
-        if read_only and not os.path.isdir(self.directory):
+        if read_only and not storage.isdir(self.directory):
             raise FileNotFoundError(f"no checkpoint in {self.directory}: the run has not saved one yet; "
                                     f"train it further, or pass another run or checkpoint")
         self._manager = self._open()
@@ -142,7 +141,7 @@ class Checkpointer:
         Through orbax's handlers, not the manager: the manager's restore ends in a barrier that a
         process whose read failed would never reach."""
         step_dir = rundir.step_dir(self.directory, step)
-        state_dir, meta_dir = os.path.join(step_dir, rundir.STATE), os.path.join(step_dir, rundir.META)
+        state_dir, meta_dir = storage.join(step_dir, rundir.STATE), storage.join(step_dir, rundir.META)
         try:
             saved = integrity.saved_layout(state_dir)
         except Exception as error:  # orbax raises many types for missing or garbled files
@@ -195,11 +194,11 @@ class Checkpointer:
     def _refuse_a_fresh_start(self) -> None:
         """Raises when every step of this run was set aside: starting from step 0 is the user's call."""
         corrupt = rundir.corrupt_dir(self.directory)
-        if self._read_only or not os.path.isdir(corrupt) or not os.listdir(corrupt):
+        if self._read_only or not storage.isdir(corrupt) or not storage.listdir(corrupt):
             return
         raise CorruptCheckpointError(
             f"{self.directory} holds no checkpoint, and the corrupt steps of this run were set aside in {corrupt} "
-            f"({', '.join(sorted(os.listdir(corrupt)))}); training does not start again from step 0 on its own. "
+            f"({', '.join(sorted(storage.listdir(corrupt)))}); training does not start again from step 0 on its own. "
             f"Use a new --workdir, or move {corrupt} away to start this run again from step 0.")
 
     def wait(self) -> None:

@@ -5,15 +5,13 @@ grid, a dropped pre-logits layer) and raises for anything else; a vitjax checkpo
 (read by vitjax/rundir.py, read-only and checked against their checksums) are first written in the
 official layout in memory.
 """
-import os
-
-from vitjax import rundir
+from vitjax import rundir, storage
 from vitjax.interop import npz
 
 
 def load_pretrained(path: str, model, image_shape) -> dict:
     """Parameters for `model` at `image_shape` (H, W, C) from `path` (.npz, workdir or checkpoint)."""
-    if not os.path.exists(path):
+    if not storage.exists(path):
         raise FileNotFoundError(f"init_from={path!r} does not exist")
     if path.endswith(".npz"):
         source = path

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import multihost_utils
 
-from vitjax import data, models, parallel, rundir
+from vitjax import data, models, parallel, rundir, storage
 from vitjax.evaluate import classification
 from vitjax.train import best, checkpoint, flops, optimizer, step as steps, validate
 from vitjax.train.init_from import load_pretrained
@@ -474,7 +474,7 @@ def _claim(workdir, config, force):
     if rundir.is_writer():
         kept = rundir.claim(workdir, config, force=force)
         if kept:
-            print(f"kept the previous {', '.join(sorted(os.listdir(kept)))} in {kept}", flush=True)
+            print(f"kept the previous {', '.join(sorted(storage.listdir(kept)))} in {kept}", flush=True)
     if jax.process_count() > 1:
         multihost_utils.sync_global_devices("vitjax: config.json written")
         if not rundir.is_writer():

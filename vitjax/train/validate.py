@@ -15,6 +15,7 @@ SCHEDULES = ("cosine", "linear", "constant")  # the decay after the warmup
 OPTIMIZERS = ("adam", "adamw", "sgd")
 NAN_POLICIES = ("stop", "skip")
 DTYPES = ("float32", "bfloat16", "float16")  # compute dtypes; parameters stay float32
+REMOTE_SCHEMES = ("gs", "s3", "az")  # the object stores etils.epath reaches (vitjax/storage.py)
 
 
 def _choice(names) -> str:
@@ -87,14 +88,16 @@ def config(c) -> None:
 
 
 def workdir(path: str) -> None:
-    """Refuses a workdir no run can live in: a URL, an existing file, a path below a file, or one this
-    user cannot write."""
+    """Refuses a workdir no run can live in: a URL of a store vitjax cannot write, an existing file, a
+    path below a file, or one this user cannot write. A gs:// (or s3://, az://) workdir passes: every
+    file of a run goes through vitjax/storage.py (etils.epath) and orbax, and whether the bucket can be
+    written shows at the first write (the config.json the trainer writes before anything else)."""
     if "://" in path:
-        # The workdir is written with local file APIs (rundir.py): a gs:// path would become a local
-        # directory named 'gs:' on each host, and a pod's checkpoint shards would never meet.
-        raise ValueError(f"workdir {path!r} is a URL, but the workdir is written with local file APIs; "
-                         f"mount the bucket (gcsfuse) or use a shared filesystem (NFS, Filestore) and pass "
-                         f"its local path, the same on every host")
+        scheme = path.split("://", 1)[0]
+        if scheme not in REMOTE_SCHEMES:
+            raise ValueError(f"workdir {path!r}: {scheme}:// is not a store vitjax can write; use a local path "
+                             f"or a bucket URL ({', '.join(s + '://' for s in REMOTE_SCHEMES)})")
+        return
     existing = os.path.abspath(path)
     while not os.path.exists(existing):
         existing = os.path.dirname(existing)
