@@ -87,8 +87,10 @@ def base() -> ml_collections.ConfigDict:
     c.grad_accum_steps = 1  # micro-batches per step; the step still updates once on batch_size examples
     c.nan_policy = "stop"  # 'stop': error naming the step and last good checkpoint; 'skip': drop the update
 
-    # Devices: mesh axis sizes (-1: the rest) and the sharding preset (vitjax/parallel.py).
-    c.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, model=1))
+    # Devices: mesh axis sizes (-1: the rest) and the sharding preset (vitjax/parallel.py). dcn_data > 1:
+    # a multi-slice mesh, `data` also split over that many TPU slices (or processes, where devices have
+    # no slices) across the data-centre network; the other sizes are then per slice (docs/scaling.md).
+    c.mesh = ml_collections.ConfigDict(dict(data=-1, fsdp=1, model=1, dcn_data=1))
     c.sharding = "data"  # 'data' | 'fsdp' | 'fsdp_tp'
 
     # XLA options for each compiled step (jax.jit's compiler_options), e.g. {'xla_cpu_...': ...}. Empty:

@@ -3,7 +3,8 @@
 JAX does the work: `jax.jit` over a `Mesh` with `NamedSharding`s, and XLA's partitioner inserts the
 collectives. This module only decides *where* each array lives:
 
-* the mesh has three named axes, `data`, `fsdp` and `model` (`make_mesh`);
+* the mesh has three named axes, `data`, `fsdp` and `model` (`make_mesh`); across the slices of a
+  multi-slice TPU, `data` is split over the data-centre network as well (`make_hybrid_mesh`);
 * every parameter and key activation carries logical axis names ('embed', 'mlp', 'heads', ...),
   set by the models with `nn.with_logical_partitioning` / `nn.with_logical_constraint`;
 * a rule set maps logical names onto mesh axes (`rules_for`: a preset name, optionally followed by
@@ -23,12 +24,16 @@ from typing import Sequence
 import flax.linen as nn
 import jax
 import numpy as np
+from jax.experimental import mesh_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 log = logging.getLogger(__name__)
 
 MESH_AXES = ("data", "fsdp", "model")
 BATCH_AXES = ("data", "fsdp")
+DCN_DATA = "dcn_data"  # config.mesh key: slices the data axis spans over the data-centre network
+# Auto axes: Flax's logical constraints are hints to the partitioner; under Explicit axes they fail.
+AUTO_AXES = (jax.sharding.AxisType.Auto,) * len(MESH_AXES)
 
 # The logical names the models use, and what each one is.
 LOGICAL_AXES = {
@@ -75,14 +80,35 @@ PATH_NAMES = {
 def make_mesh(axis_sizes: dict, devices: Sequence[jax.Device] | None = None) -> Mesh:
     """A mesh with axes (data, fsdp, model); one size may be -1 for "all remaining devices".
 
-    With the default devices the layout comes from `jax.make_mesh`, which follows the physical
-    topology on TPUs (neighbouring devices on the fastest axes).
+    `axis_sizes` may also hold `dcn_data` (config.mesh.dcn_data, default 1): the number of slices
+    the `data` axis spans over the data-centre network; see `make_hybrid_mesh`. With the default
+    devices the layout comes from `jax.make_mesh`, which follows the physical topology on TPUs
+    (neighbouring devices on the fastest axes).
     """
-    unknown = set(axis_sizes) - set(MESH_AXES)
-    if unknown:
-        raise ValueError(f"unknown mesh axes {sorted(unknown)}; the mesh axes are {MESH_AXES}")
+    axis_sizes = dict(axis_sizes)
+    dcn_data = axis_sizes.pop(DCN_DATA, 1)
+    if int(dcn_data) != 1:
+        return make_hybrid_mesh(axis_sizes, int(dcn_data), devices)
     explicit = devices is not None
     devices = list(jax.devices() if devices is None else devices)
+    sizes = _mesh_sizes(axis_sizes, len(devices))
+    if not explicit:
+        try:
+            return jax.make_mesh(sizes, MESH_AXES, axis_types=AUTO_AXES, devices=devices)
+        except (ValueError, NotImplementedError) as error:
+            # Some shapes have no mapping onto a TPU torus; any device order still works, only slower.
+            log.warning("no topology-aware layout for mesh %s (%s); using the devices in order",
+                        dict(zip(MESH_AXES, sizes)), error)
+    return Mesh(np.asarray(devices).reshape(sizes), MESH_AXES, axis_types=AUTO_AXES)
+
+
+def _mesh_sizes(axis_sizes: dict, num_devices: int, where: str = "") -> list[int]:
+    """The sizes of (data, fsdp, model) over `num_devices`, the -1 resolved; ValueError naming the fix.
+    `where` says which devices they are ("of each slice") when not all of them."""
+    unknown = set(axis_sizes) - set(MESH_AXES)
+    if unknown:
+        raise ValueError(f"unknown mesh axes {sorted(unknown)}; the mesh axes are {MESH_AXES} "
+                         f"(and {DCN_DATA}, the slices)")
     sizes = [int(axis_sizes.get(axis, 1)) for axis in MESH_AXES]
     named = lambda s: dict(zip(MESH_AXES, s))
     if sizes.count(-1) > 1:
@@ -91,23 +117,64 @@ def make_mesh(axis_sizes: dict, devices: Sequence[jax.Device] | None = None) -> 
         raise ValueError(f"mesh axis sizes must be positive or -1, got {named(sizes)}")
     if -1 in sizes:
         known = math.prod(s for s in sizes if s != -1)
-        if len(devices) % known:
+        if num_devices % known:
             raise ValueError(f"the fixed mesh axes {named(sizes)} (product {known}) do not divide the "
-                             f"{len(devices)} devices; change the mesh sizes (config.mesh)")
-        sizes[sizes.index(-1)] = len(devices) // known
-    if math.prod(sizes) != len(devices):
+                             f"{num_devices} devices{where}; change the mesh sizes (config.mesh)")
+        sizes[sizes.index(-1)] = num_devices // known
+    if math.prod(sizes) != num_devices:
         raise ValueError(
-            f"mesh {named(sizes)} needs {math.prod(sizes)} devices but {len(devices)} are available; "
-            f"make the sizes of config.mesh multiply to {len(devices)}, or set one of them to -1")
-    # Auto axes: Flax's logical constraints are hints to the partitioner; under Explicit axes they fail.
-    axis_types = (jax.sharding.AxisType.Auto,) * len(MESH_AXES)
-    if not explicit:
-        try:
-            return jax.make_mesh(sizes, MESH_AXES, axis_types=axis_types, devices=devices)
-        except (ValueError, NotImplementedError) as error:
-            # Some shapes have no mapping onto a TPU torus; any device order still works, only slower.
-            log.warning("no topology-aware layout for mesh %s (%s); using the devices in order", named(sizes), error)
-    return Mesh(np.asarray(devices).reshape(sizes), MESH_AXES, axis_types=axis_types)
+            f"mesh {named(sizes)} needs {math.prod(sizes)} devices but {num_devices} are available{where}; "
+            f"make the sizes of config.mesh multiply to {num_devices}, or set one of them to -1")
+    return sizes
+
+
+def make_hybrid_mesh(axis_sizes: dict, dcn_data: int, devices: Sequence[jax.Device] | None = None) -> Mesh:
+    """A multi-slice mesh: `data` spans `dcn_data` slices over the data-centre network (DCN), and
+    inside each slice the sizes of `axis_sizes` (one may be -1) run over the chips' own links (ICI).
+
+    The mesh keeps the axes (data, fsdp, model), with data = dcn_data x the per-slice data size, the
+    slices outermost: only the gradient all-reduce of data parallelism crosses the slow DCN, while
+    FSDP's all-gathers and tensor parallelism stay inside a slice. Built with
+    `jax.experimental.mesh_utils.create_hybrid_device_mesh`. A slice is what the devices'
+    `slice_index` says (TPU multi-slice); where every device is in one slice, or devices carry no
+    slice_index (CPU, GPU), each process stands for a slice (`process_is_granule=True`).
+    """
+    if dcn_data < 1:
+        raise ValueError(f"config.mesh.{DCN_DATA} must be a positive number of slices, got {dcn_data}")
+    devices = list(jax.devices() if devices is None else devices)
+    by_process, granules = _granules(devices, dcn_data)
+    per_granule = {len(g) for g in granules}
+    if len(per_granule) != 1:
+        raise ValueError(f"the {len(granules)} {'processes' if by_process else 'slices'} hold different "
+                         f"numbers of devices {sorted(len(g) for g in granules)}; a multi-slice mesh needs "
+                         f"equal ones")
+    sizes = _mesh_sizes(axis_sizes, per_granule.pop(), where=" of each slice")
+    try:
+        layout = mesh_utils.create_hybrid_device_mesh(sizes, (dcn_data, 1, 1), devices,
+                                                      process_is_granule=by_process)
+    except (ValueError, NotImplementedError, AssertionError) as error:
+        # No mapping of the per-slice shape onto a TPU torus: slice after slice, devices in order.
+        log.warning("no topology-aware layout for the per-slice mesh %s (%s); using the devices in order",
+                    dict(zip(MESH_AXES, sizes)), error)
+        layout = np.concatenate([np.asarray(g).reshape(sizes) for g in granules], axis=0)
+    return Mesh(layout, MESH_AXES, axis_types=AUTO_AXES)
+
+
+def _granules(devices, dcn_data: int) -> tuple[bool, list[list]]:
+    """(by process, the devices of each slice in order): the devices' slices when there are several,
+    else their processes; ValueError unless there are exactly `dcn_data` of them."""
+    slices = {getattr(d, "slice_index", 0) for d in devices}
+    by_process = len(slices) == 1
+    key = (lambda d: d.process_index) if by_process else (lambda d: d.slice_index)
+    groups = {}
+    for device in devices:
+        groups.setdefault(key(device), []).append(device)
+    if len(groups) != dcn_data:
+        what = f"{len(groups)} process(es), each standing for a slice" if by_process else f"{len(groups)} slices"
+        raise ValueError(f"config.mesh.{DCN_DATA}={dcn_data} must equal the number of slices, and the devices "
+                         f"are in {what}; set config.mesh.{DCN_DATA}={len(groups)} (or 1 for a single mesh "
+                         f"over all devices)")
+    return by_process, [groups[k] for k in sorted(groups)]
 
 
 def rules_for(sharding: str) -> tuple:

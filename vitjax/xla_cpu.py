@@ -36,7 +36,7 @@ ENV_DEVICES = "VITJAX_CPU_DEVICES"        # N: that many devices; 1: JAX's singl
 ENV_DEFAULTS = "VITJAX_XLA_CPU_DEFAULTS"  # 0: no XLA options, no model kernels
 
 DEFAULT_DEVICES = 4
-DEFAULT_MESH = {"data": -1, "fsdp": 1, "model": 1}
+DEFAULT_MESH = {"data": -1, "fsdp": 1, "model": 1, "dcn_data": 1}
 # Per-compilation options (jax.jit's compiler_options), for the jaxlib versions they were measured on:
 # an option a jaxlib does not know fails the compilation.
 COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_REDUCE"}
@@ -178,7 +178,7 @@ def choose(config, *, device_count: int | None = None) -> Choices:
 
 def _set_device_count(jax, config) -> int | None:
     wanted = requested_devices()
-    if wanted is None or dict(config.mesh) != DEFAULT_MESH or jax.distributed.is_initialized():
+    if wanted is None or {"dcn_data": 1, **config.mesh} != DEFAULT_MESH or jax.distributed.is_initialized():
         return None  # the user's count, an explicit mesh, or a multi-process run names its own devices
     count = device_count_for(config, wanted)
     try:
