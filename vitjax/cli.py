@@ -3,11 +3,11 @@
     vitjax train --config configs/<file>.py[:arg] --workdir DIR [--config.key=value ...] [--force]
                  [--coordinator_address HOST:PORT --num_processes N --process_id I] [--distributed auto|on|off]
     vitjax eval  --workdir DIR [--checkpoint PATH] [--fewshot | --fewshot_only] [--shots 1,5,10,25]
-                 [--fewshot_data JSON] [--probe fewshot|transfer]
+                 [--fewshot_data JSON] [--probe fewshot|transfer] [the multi-process flags of train]
     vitjax sweep experiments/<file>.py[:arg] --workdir DIR [--only NAME ...] [--dry-run] [--parallel N]
     vitjax plot  DIR [--out FIGDIR]
     vitjax data prepare fashion_mnist [--data_dir DIR] [--download]
-    vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64]
+    vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64] [the multi-process flags]
     vitjax bench --config configs/<file>.py[:arg] [--config.key=value ...] [--rounds 7] [--out bench.json]
 """
 import argparse
@@ -29,6 +29,12 @@ def _train_args(parser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="Resume a workdir even if its config differs, or redo a finished run; the previous "
                              "config and results are kept in WORKDIR/history/.")
+    distributed_args(parser)
+
+
+def distributed_args(parser) -> None:
+    """Adds the multi-process flags that `vitjax train`, `eval` and `analyze` share to a (sub)parser;
+    `join` reads them. On a pod every host runs the same command with them (or with none, on a TPU VM)."""
     multi = parser.add_argument_group("multi-process runs (several hosts, or several processes on one; "
                                       "docs/scaling.md)")
     multi.add_argument("--distributed", choices=["auto", "on", "off"], default="auto",
@@ -40,6 +46,17 @@ def _train_args(parser) -> None:
     multi.add_argument("--num_processes", type=int, default=None, metavar="N", help="Number of processes in the run.")
     multi.add_argument("--process_id", type=int, default=None, metavar="I",
                        help="This process's index, 0 .. num_processes-1.")
+
+
+def join(args) -> None:
+    """jax.distributed.initialize from `distributed_args`' flags, before anything touches a device
+    (the backends must see every process's devices); a bad combination exits naming the fix."""
+    from vitjax import parallel
+    try:
+        parallel.initialize_distributed(args.coordinator_address, args.num_processes, args.process_id,
+                                        mode=args.distributed)
+    except ValueError as error:
+        sys.exit(f"vitjax {args.command}: error: {error}")
 
 
 def _train(args):
@@ -54,14 +71,7 @@ def _train(args):
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax train: error: {error}")
 
-    from vitjax import parallel
-    try:
-        # Before anything touches a device: the backends must see every process's devices.
-        parallel.initialize_distributed(args.coordinator_address, args.num_processes, args.process_id,
-                                        mode=args.distributed)
-    except ValueError as error:
-        sys.exit(f"vitjax train: error: {error}")
-
+    join(args)
     from vitjax import rundir
     from vitjax.train import preemption, trainer
     try:
@@ -75,6 +85,8 @@ def _train(args):
 
 
 def _eval(args):
+    join(args)
+    from vitjax import rundir
     from vitjax.evaluate import fewshot
     from vitjax.train import reevaluate
     try:
@@ -84,7 +96,8 @@ def _eval(args):
             results.update(fewshot.fewshot_workdir(args.workdir, checkpoint=args.checkpoint, **probe))
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax eval: error: {error}")
-    print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in results.items()))
+    if rundir.is_writer():  # one line per run, not one per host
+            print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in results.items()))
 
 
 def _data(args):
@@ -110,6 +123,7 @@ def main(argv=None):
                                "(default: the newest good checkpoint in --workdir)")
     from vitjax.evaluate import fewshot  # cheap: numpy only until it runs
     fewshot.add_args(evaluate)
+    distributed_args(evaluate)
     prepare = commands.add_parser("data", help="prepare a dataset offline")
     prepare.add_argument("action", choices=["prepare"])
     prepare.add_argument("name")
@@ -117,7 +131,9 @@ def main(argv=None):
     prepare.add_argument("--download", action="store_true", help="use the ordinary tfds download (needs internet)")
 
     from vitjax.analysis import run as analysis  # cheap: jax and matplotlib load only when it runs
-    analysis.main_args(commands.add_parser("analyze", help="figures that look inside a trained ViT (paper Fig. 7)"))
+    analyze = commands.add_parser("analyze", help="figures that look inside a trained ViT (paper Fig. 7)")
+    analysis.main_args(analyze)
+    distributed_args(analyze)
     from vitjax.sweep import commands as sweeps  # cheap, like the analysis parser
     sweeps.sweep_args(commands.add_parser("sweep", help="run a sweep file's runs, each in a subprocess and its own "
                                                         "sub-workdir; writes DIR/results.csv"))
@@ -130,7 +146,7 @@ def main(argv=None):
         args = parse_command_line(parser, argv)  # their --config.KEY=VALUE overrides go to args.overrides
     else:
         args = parser.parse_args(argv)
-    {"train": _train, "eval": _eval, "data": _data, "analyze": analysis.run, "sweep": sweeps.sweep_main,
+    {"train": _train, "eval": _eval, "data": _data, "analyze": lambda a: (join(a), analysis.run(a)), "sweep": sweeps.sweep_main,
      "plot": sweeps.plot_main, "bench": bench.run}[args.command](args)
 
 

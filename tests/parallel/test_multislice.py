@@ -5,7 +5,7 @@ for a TPU slice, train as one process on one device does.
 
 `vitjax train` runs three times at once on localhost: twice with jax.distributed, `dcn_data=2` and
 `data=4` (an 8-way data axis whose outer half crosses the "DCN" between the processes), and once
-on a single device as the reference. The losses of the 6 steps, written by process 0 to
+on a single device as the reference; then `vitjax eval` on the 2 processes. The losses of the 6 steps, written by process 0 to
 metrics.jsonl, must agree to 1e-5: the hybrid layout from mesh_utils.create_hybrid_device_mesh
 must put each process's share of the batch on its own devices, or the losses would differ.
 """
@@ -60,9 +60,27 @@ def test_two_slices_of_four_devices_train_like_one_device(tmp_path):
     outputs = _wait(procs, logs)
     assert "mesh data=8 fsdp=1 model=1" in outputs[1], outputs[1][-2000:]
     assert "no topology-aware layout" not in outputs[1]  # create_hybrid_device_mesh's own layout
+    for line in ("compiled the train step", "step 6/6 | loss", "finished:"):  # process 0 alone says them
+        assert line in outputs[1] and line not in outputs[2], line
     reference, sliced = _losses(tmp_path / "one"), _losses(tmp_path / "slices")
     assert len(reference) == STEPS and len(sliced) == STEPS, (reference, sliced)
     assert _max_rel_diff(sliced, reference) <= 1e-5, (sliced, reference)
+
+
+    # `vitjax eval` takes train's multi-process flags: both processes restore the 2-slice checkpoint
+    # together, and process 0 alone prints the result line (and writes eval.json).
+    address = f"localhost:{_free_port()}"
+    logs = [tmp_path / f"eval{i}.log" for i in range(2)]
+    procs = []
+    for i, log in enumerate(logs):
+        with open(log, "w") as f:
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "vitjax", "eval", "--workdir", str(tmp_path / "slices"), "--coordinator_address",
+                 address, "--num_processes", "2", "--process_id", str(i)],
+                cwd=ROOT, env=_env(devices=4), stdout=f, stderr=subprocess.STDOUT))
+    outputs = _wait(procs, logs)
+    assert f"step={STEPS} test_accuracy=" in outputs[0] and "test_accuracy=" not in outputs[1], outputs
+    assert json.loads((tmp_path / "slices" / "eval.json").read_text())["step"] == STEPS
 
 
 @pytest.mark.parametrize("sizes, phrase", [

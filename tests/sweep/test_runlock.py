@@ -74,3 +74,25 @@ def test_the_lock_dies_with_its_process(tmp_path):
         holder.wait()
     assert not runlock.is_held(str(tmp_path))
     assert table.run_status(str(tmp_path)) == "pending"
+
+
+def test_on_a_pod_only_host_0_locks_and_the_other_hosts_run_what_host_0_holds(started_run, monkeypatch):
+    # Every host of a pod runs the same sweep on a shared directory; host 0's lock on a run is for the
+    # very run the others must join, so host 1 starts it, unlocked, with its own log file.
+    sweep, run_dir, _ = started_run
+    calls = []
+    monkeypatch.setattr(runner, "_stages", lambda run, run_dir, action, settings, env, live, say, prefix, lock,
+                        host: calls.append((run.name, lock, host)) or "finished")
+    monkeypatch.setenv("JAX_PROCESS_ID", "1")
+    monkeypatch.setenv("JAX_NUM_PROCESSES", "2")
+    assert runner.launch_process() == (1, 2)
+    held = runlock.acquire(str(run_dir))  # host 0's sweep, working on the run
+    try:
+        runner.run_sweep(sweep, str(run_dir.parent), echo=lambda line: None)
+    finally:
+        runlock.release(held)
+    assert calls == [("a", None, 1)]
+    assert runner._log_path(str(run_dir), rundir.TRAIN_LOG, 1).endswith("train.host1.log")
+    monkeypatch.setenv("JAX_PROCESS_ID", "0")
+    runner.run_sweep(sweep, str(run_dir.parent), echo=lambda line: None)  # host 0 locks as a lone sweep does
+    assert calls[1][0] == "a" and calls[1][1] is not None and calls[1][2] == 0

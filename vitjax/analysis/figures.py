@@ -11,7 +11,9 @@ import numpy as np  # noqa: E402
 
 
 def _save(fig, path: str) -> str:
-    fig.savefig(path, dpi=120, bbox_inches="tight")
+    from vitjax import rundir  # jax is loaded by now; on several processes (a pod) process 0 alone writes
+    if rundir.is_writer():
+        fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)  # figures are large and many analyses may run in one process
     return path
 

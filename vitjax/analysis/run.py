@@ -43,7 +43,16 @@ RANDOM_DRAWS, RANDOM_SEED = 20, 0  # random Gaussian kernels behind the filter s
 
 # --- Tables -------------------------------------------------------------------------------------
 
+def _writes() -> bool:
+    """Whether this process writes the outputs: on several processes (`vitjax analyze` with train's
+    multi-process flags, on a pod) every one computes the same analyses and process 0 alone writes."""
+    from vitjax import rundir
+    return rundir.is_writer()
+
+
 def _write_csv(path: str, rows: list[dict]) -> str:
+    if not _writes():
+        return path
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -52,6 +61,8 @@ def _write_csv(path: str, rows: list[dict]) -> str:
 
 
 def _write_json(path: str, payload: dict) -> str:
+    if not _writes():
+        return path
     with open(path, "w") as f:
         json.dump(payload, f, indent=1)
     return path
@@ -204,7 +215,8 @@ def analyze(model, params, images, out: str, *, init_params=None, init_label: st
     variants = [Variant(TRAINED, "Trained", _host(params))]
     if init_params is not None:
         variants.append(Variant(INIT, init_label, _host(init_params)))
-    os.makedirs(out, exist_ok=True)
+    if _writes():
+        os.makedirs(out, exist_ok=True)
     have_images = images is not None and len(images) > 0
     if have_images:
         images = np.asarray(images, np.float32)
@@ -357,6 +369,8 @@ def run(args) -> None:
                                  num_images=args.num_images, init_control=args.init_control)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax analyze: error: {error}")
+    if not _writes():
+        return
     for name, paths in result["written"].items():
         print(f"{name}: " + ", ".join(paths))
     for name, reason in result["skipped"].items():

@@ -13,6 +13,18 @@ trainer of a killed one) is left alone; one trained with another config than the
 (stale.py) is reported and left alone, or with `redo_stale` set aside and trained afresh. After every
 run the table (table.py) is rewritten, so DIR/results.csv is current even while a long sweep is going.
 
+On a TPU pod (or any multi-process launch), every host runs the same `vitjax sweep` command on the
+same sweep directory, which must then be shared (NFS/Filestore: each run's trainer writes its
+checkpoint shards from every host into DIR/<name>, and gs:// sweep directories are refused). The runs'
+trainers join one another with jax.distributed (on a TPU VM by themselves; elsewhere from
+JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID, which the children inherit). The rule:
+process 0 alone takes each run's lock; the other hosts never lock and never leave a run alone because
+it is locked (it is locked by host 0, for this very run), so they start every run host 0 starts, in the
+same order (run them with --parallel 1). Which process a host is comes from `launch_process`. The
+other hosts' output goes to DIR/<name>/train.host<I>.log (and fewshot.host<I>.log ...), host 0's to
+the usual files. A run that another sweep (not this pod's host 0) works on is then not noticed by the
+other hosts: start one pod sweep per sweep directory.
+
 Stopping: Ctrl-C, SIGTERM or SIGHUP to the sweep passes SIGTERM to each running child, which
 checkpoints and exits with the preemption status; each run's lock goes only when its child has exited.
 The children run in sessions of their own so that a terminal's Ctrl-C reaches the sweep alone: the
@@ -113,6 +125,24 @@ def fewshot_argv(run_dir: str, fewshot: dict, probe: str = "fewshot") -> list[st
     return argv
 
 
+def launch_process(environ=None) -> tuple[int, int]:
+    """(this process's index, the process count) of a multi-process launch, without joining it: from
+    JAX_PROCESS_ID / JAX_NUM_PROCESSES when set, else on a Cloud TPU VM from JAX's own detection of the
+    pod (the metadata server, as the trainers' jax.distributed.initialize will), else (0, 1)."""
+    from vitjax import parallel  # here: it loads jax and flax, which a sweep's planning does not need
+
+    environ = os.environ if environ is None else environ
+    index, count = environ.get(parallel.ENV_PROCESS_ID), environ.get(parallel.ENV_NUM_PROCESSES)
+    if index not in (None, ""):
+        return int(index), int(count or 0) or int(index) + 1
+    if not parallel.on_cloud_tpu_vm():
+        return 0, 1
+    from jax._src import clusters  # jax.distributed's own cluster detection; no public API reads it
+
+    _, count, index, _ = clusters.ClusterEnv.auto_detect_unset_distributed_params(None, None, None, None, None)
+    return int(index or 0), int(count or 1)
+
+
 def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parallel: int = 1,
               fewshot: bool = True, pin_gpus: bool = False, redo_stale: bool = False, echo=print) -> int:
     """Runs the selected runs; returns 0 when every one of them finished, 1 otherwise (130: interrupted).
@@ -173,6 +203,7 @@ class _Jobs:
     def __init__(self, plan, sweep_dir, settings, parallel, *, pin_gpus, redo_stale, echo):
         self.plan, self.sweep_dir, self.settings = plan, sweep_dir, settings
         self.pin_gpus, self.redo_stale = pin_gpus, redo_stale
+        self.host = launch_process()[0]  # on a pod, only host 0 locks runs (see the module docstring)
         self.live = _Live()
         self._echo, self._lock = echo, threading.Lock()
         self._slots = queue.Queue()
@@ -209,6 +240,8 @@ class _Jobs:
 
     def _locked(self, run, run_dir, slot, prefix) -> str:
         """Takes the run's lock and runs it; 'running' (and nothing done) when another process holds it."""
+        if self.host != 0:
+            return self._run(run, run_dir, slot, prefix, None)
         lock = runlock.acquire(run_dir)
         if lock is None:
             holder = runlock.holder(run_dir)
@@ -217,27 +250,32 @@ class _Jobs:
                      f"of a killed one); the lock goes when they exit")
             return "running"
         try:
-            # Decided again under the lock: another sweep may have finished or redone the run since the plan.
-            action = todo(run_dir, self.settings, run.config_dict)
-            if action == "skip":
-                self.say(f"{prefix}: {_SKIPPED}")
-                return "finished"
-            if action == "stale":
-                if not self.redo_stale:
-                    self.say(f"{prefix}: left alone: " + stale.advice(run_dir, table.stale_differences(
-                        run_dir, run.config_dict)))
-                    return "stale"
-                self.say(f"{prefix}: stale: moved the old run to {stale.set_aside(run_dir)}; training afresh")
-                action = "train"
-            if rundir.exists(run_dir, rundir.FAILED):
-                os.remove(rundir.file_path(run_dir, rundir.FAILED))  # a retry: the old failure no longer applies
-            env = dict(os.environ, PYTHONUNBUFFERED="1")
-            if self.pin_gpus:
-                env["CUDA_VISIBLE_DEVICES"] = str(slot)  # one GPU per concurrent run
-            return _stages(run, run_dir, action, self.settings, env, self.live, self.say, prefix, lock)
+            return self._run(run, run_dir, slot, prefix, lock)
         finally:
             # A child that inherited the lock (pass_fds) holds it until it exits; normally it has by now.
             runlock.release(lock)
+
+    def _run(self, run, run_dir, slot, prefix, lock) -> str:
+        """Runs the run's stages under `lock` (None on a pod host other than 0, which takes no lock)."""
+        # Decided again under the lock: another sweep may have finished or redone the run since the plan.
+        action = todo(run_dir, self.settings, run.config_dict)
+        if action == "skip":
+            self.say(f"{prefix}: {_SKIPPED}")
+            return "finished"
+        if action == "stale":
+            if not self.redo_stale:
+                self.say(f"{prefix}: left alone: " + stale.advice(run_dir, table.stale_differences(
+                    run_dir, run.config_dict)))
+                return "stale"
+            if self.host == 0:  # host 0 alone moves the shared run directory; the others train with it
+                self.say(f"{prefix}: stale: moved the old run to {stale.set_aside(run_dir)}; training afresh")
+            action = "train"
+        if self.host == 0 and rundir.exists(run_dir, rundir.FAILED):
+            os.remove(rundir.file_path(run_dir, rundir.FAILED))  # a retry: the old failure no longer applies
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if self.pin_gpus:
+            env["CUDA_VISIBLE_DEVICES"] = str(slot)  # one GPU per concurrent run
+        return _stages(run, run_dir, action, self.settings, env, self.live, self.say, prefix, lock, self.host)
 
 
 def _run_all(jobs: _Jobs, parallel: int) -> bool:
@@ -280,10 +318,10 @@ def _final_report(sweep_dir, runs, say) -> int:
     return 0
 
 
-def _stages(run, run_dir, action, settings, env, live, say, prefix, lock) -> str:
+def _stages(run, run_dir, action, settings, env, live, say, prefix, lock, host=0) -> str:
     if action == "train":
         resuming = rundir.exists(run_dir, rundir.CONFIG)
-        log_path = rundir.file_path(run_dir, rundir.TRAIN_LOG)
+        log_path = _log_path(run_dir, rundir.TRAIN_LOG, host)
         say(f"{prefix}: {'resuming' if resuming else 'training'} (log: {log_path})")
         argv = [sys.executable, "-m", "vitjax", *run.train_argv(run_dir)]
         code, seconds, log = _subprocess(argv, log_path, env, live, lock)
@@ -299,17 +337,25 @@ def _stages(run, run_dir, action, settings, env, live, say, prefix, lock) -> str
         say(f"{prefix}: trained in {seconds:.0f}s, test accuracy {results.get('test_accuracy', float('nan')):.4f}")
 
     for probe in _probes_to_run(run_dir, action, settings):
-        status = _probe(run_dir, probe, settings[probe], env, live, say, prefix, lock)
+        status = _probe(run_dir, probe, settings[probe], env, live, say, prefix, lock, host)
         if status != "finished":
             return status
     return "finished"
 
 
-def _probe(run_dir, probe, settings, env, live, say, prefix, lock) -> str:
+def _log_path(run_dir: str, name: str, host: int) -> str:
+    """A run's log file `name` (train.log, ...); on a pod host other than 0, its own (train.host3.log)."""
+    if host:
+        stem, dot, ext = name.rpartition(".")
+        name = f"{stem}.host{host}{dot}{ext}"
+    return rundir.file_path(run_dir, name)
+
+
+def _probe(run_dir, probe, settings, env, live, say, prefix, lock, host=0) -> str:
     """Runs one few-shot probe ('fewshot' or 'transfer') of a trained run; its status."""
     result_file, log_file = rundir.PROBE_FILES[probe]
     argv = [sys.executable, "-m", "vitjax", *fewshot_argv(run_dir, settings, probe)]
-    code, seconds, log = _subprocess(argv, rundir.file_path(run_dir, log_file), env, live, lock)
+    code, seconds, log = _subprocess(argv, _log_path(run_dir, log_file, host), env, live, lock)
     if code != 0:
         if live.stopping:
             return "interrupted"
@@ -325,7 +371,7 @@ def _probe(run_dir, probe, settings, env, live, say, prefix, lock) -> str:
 def _subprocess(argv, log_path, env, live, lock) -> tuple[int, float, str]:
     """Runs argv with output appended to log_path; returns (exit code, seconds, this attempt's output).
 
-    The child gets the run's lock (file descriptor `lock`) too, so the run stays locked while it lives
+    The child gets the run's lock (file descriptor `lock`, None on a pod host other than 0) too, so the run stays locked while it lives
     even if the sweep dies, and a session of its own, so a terminal's Ctrl-C reaches only the sweep,
     which passes it on as SIGTERM (the trainer's "checkpoint and stop")."""
     start = time.time()
@@ -336,9 +382,10 @@ def _subprocess(argv, log_path, env, live, lock) -> tuple[int, float, str]:
         log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {_shell(argv)}\n")
         log.flush()
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True, pass_fds=(lock,))
+                                start_new_session=True, pass_fds=() if lock is None else (lock,))
         live.add(proc)
-        runlock.describe(lock, pids=[proc.pid, os.getpid()], host=socket.gethostname(), command=_shell(argv))
+        if lock is not None:
+            runlock.describe(lock, pids=[proc.pid, os.getpid()], host=socket.gethostname(), command=_shell(argv))
         code = proc.wait()
         live.discard(proc)
     with open(log_path) as log:

@@ -160,7 +160,7 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
     validate.workdir(workdir)
     finished = _finished_results(workdir, config, force)
     if finished is not None:
-        print(f"{workdir} is finished: {_summary(finished)}", flush=True)
+        _say(f"{workdir} is finished: {_summary(finished)}")
         return finished
 
     p = plan(config)
@@ -203,7 +203,7 @@ def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
     results = _results(config, p, spec, state, final, flops_per_step,
                        wall=elapsed_before + time.time() - start_time)
     rundir.write_json(workdir, rundir.RESULTS, results)
-    print(f"finished: {_summary(results)}", flush=True)
+    _say(f"finished: {_summary(results)}")
     return results
 
 
@@ -289,10 +289,10 @@ def _compile_and_describe(config, p: Plan, spec: StateSpec, dropout_key):
     compile_start = time.time()
     compiled, batch_sharding = compile_train_step(config, p, spec, dropout_key)
     flops_per_step = train_step_flops(config, p, compiled, dropout_key)
-    print(f"compiled the train step in {time.time() - compile_start:.1f}s; "
+    _say(f"compiled the train step in {time.time() - compile_start:.1f}s; "
           f"{spec.num_params:,} parameters; {flops_per_step / 1e9:.2f} GFLOP per step; "
           f"{parallel.describe(p.mesh, p.rules)}; train state "
-          f"{parallel.bytes_per_device(spec.abstract)['per_device'] / 2**20:,.1f} MiB per device", flush=True)
+          f"{parallel.bytes_per_device(spec.abstract)['per_device'] / 2**20:,.1f} MiB per device")
     return compiled, batch_sharding, flops_per_step
 
 
@@ -365,7 +365,7 @@ def _evaluate(done: int, params, log, evaluator, validation) -> None:
         return
     midway = evaluator(params)
     log.write(done, {f"test_{k}": v for k, v in midway.items()})
-    print(f"step {done}: test accuracy {midway['accuracy']:.4f}", flush=True)
+    _say(f"step {done}: test accuracy {midway['accuracy']:.4f}")
 
 
 class _LogWindow:
@@ -385,9 +385,7 @@ def _log_train_metrics(config, p: Plan, log, done: int, metrics, window: _LogWin
     log.write(done, {**scalars, "img_per_sec": rate,
                      "gflops_per_sec": rate / config.batch_size * flops_per_step / 1e9})
     eta = (p.total_steps - done) * config.batch_size / max(rate, 1e-9)
-    if rundir.is_writer():
-        print(f"step {done}/{p.total_steps} | loss {scalars['loss']:.4f} | {rate:,.0f} img/s | "
-              f"ETA {_duration(eta)}", flush=True)
+    _say(f"step {done}/{p.total_steps} | loss {scalars['loss']:.4f} | {rate:,.0f} img/s | ETA {_duration(eta)}")
 
 
 def _results(config, p: Plan, spec: StateSpec, state, final: dict, flops_per_step: float, *, wall: float) -> dict:
@@ -430,6 +428,13 @@ def _save(ckpt, step: int, state, meta: dict) -> None:
         ckpt.save(step, state, meta)
     except checkpoint.NonFiniteStateError as error:
         raise NonFiniteLoss(f"{error}. {_NAN_ADVICE}.") from None
+
+
+def _say(line: str) -> None:
+    """Prints a progress or summary line from process 0 only: on a pod one copy, not one per host.
+    Warnings and errors, which can differ between processes, are printed by each."""
+    if rundir.is_writer():
+        print(line, flush=True)
 
 
 def _summary(results) -> str:
