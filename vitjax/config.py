@@ -97,6 +97,10 @@ def base() -> ml_collections.ConfigDict:
     # `vitjax train` and `vitjax bench` on the CPU fill in the measured ones (vitjax/xla_cpu.py).
     c.compiler_options = ml_collections.ConfigDict()
 
+    # How the run executes, not what it computes: changing these never makes a run another config
+    # (rundir.RUNTIME_KEYS). compilation_cache_dir: JAX's persistent compilation cache (a directory or
+    # gs://; '' = $VITJAX_COMPILATION_CACHE, or off), applied by `vitjax train`.
+    c.compilation_cache_dir = ""
     # Bookkeeping.
     c.log_every_steps = 50
     c.eval_every_steps = 0  # 0: evaluate at the end only

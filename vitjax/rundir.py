@@ -209,17 +209,23 @@ def same_value(a, b) -> bool:
     return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
 
 
+# Config keys that say how a run executes, not what it computes: they may change between attempts of
+# one run (add a compilation cache or a profiler window to resume with) and are never a difference.
+RUNTIME_KEYS = ("compilation_cache_dir", "profile_steps")
+
+
 def differing_keys(old: dict, new: dict) -> dict[str, tuple]:
     """{flattened key: (old value, new value)} for each key whose value differs between two configs.
 
     A key that one side lacks counts as its default in the schema (vitjax/config.py): a run recorded
     before vitjax gained a key ran as that key's default does (keys are added with the old behaviour
-    as their default), so a new key does not make every earlier run a different config.
+    as their default), so a new key does not make every earlier run a different config. RUNTIME_KEYS
+    are not compared.
     """
     old, new = flatten(old), flatten(new)
     defaults = _schema_defaults()
     found = {}
-    for key in sorted(old.keys() | new.keys()):
+    for key in sorted((old.keys() | new.keys()) - set(RUNTIME_KEYS)):
         was, wanted = old.get(key, defaults.get(key, ABSENT)), new.get(key, defaults.get(key, ABSENT))
         if not same_value(was, wanted):
             found[key] = (old.get(key, ABSENT), new.get(key, ABSENT))
