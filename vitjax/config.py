@@ -101,6 +101,9 @@ def base() -> ml_collections.ConfigDict:
     # (rundir.RUNTIME_KEYS). compilation_cache_dir: JAX's persistent compilation cache (a directory or
     # gs://; '' = $VITJAX_COMPILATION_CACHE, or off), applied by `vitjax train`.
     c.compilation_cache_dir = ""
+    # profile_steps: 'START:STOP' traces steps START+1..STOP with jax.profiler into WORKDIR/profile
+    # (TensorBoard's Profile tab, XProf); '' = off (vitjax/train/profile.py).
+    c.profile_steps = ""
     # Bookkeeping.
     c.log_every_steps = 50
     c.eval_every_steps = 0  # 0: evaluate at the end only

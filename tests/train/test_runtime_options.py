@@ -5,10 +5,15 @@ profiler window (config.profile_steps). Each test runs `vitjax train` on the tin
     nice -n 19 python -m pytest tests/train/test_runtime_options.py -x -q
 """
 import os
+import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.train.test_trainer import ROOT, TINY
+from vitjax.config import load_config
+from vitjax.train import trainer
 
 
 def _train(workdir, *extra, env=None):
@@ -33,3 +38,20 @@ def test_a_second_process_loads_its_programs_from_the_compilation_cache(tmp_path
     assert _entries(cache) == written
     # The cache is no part of the run's identity: the finished run, asked again without it, reports.
     assert "is finished" in _train(tmp_path / "first")
+
+
+def test_a_profile_window_writes_a_trace_under_the_workdir(tmp_path):
+    out = _train(tmp_path / "run", "--config.profile_steps=2:4")
+    assert "profiled steps 3-4 into" in out, out[-2000:]
+    traces = list((tmp_path / "run" / "profile").rglob("*.xplane.pb"))  # what TensorBoard/XProf read
+    assert traces and traces[0].stat().st_size > 0, list((tmp_path / "run").rglob("*"))
+
+
+@pytest.mark.parametrize("window, phrase", [("4:2", "0 <= START < STOP"), ("2", "0 <= START < STOP"),
+                                           ("2:99", "ends after the run's last step 6")])
+def test_a_bad_profile_window_fails_before_training(window, phrase):
+    config = load_config(f"{TINY}:steps=6")
+    with config.unlocked():
+        config.profile_steps = window
+    with pytest.raises(ValueError, match=re.escape(phrase)):
+        trainer.plan(config)

@@ -18,7 +18,7 @@ from jax.experimental import multihost_utils
 
 from vitjax import data, models, parallel, rundir, storage
 from vitjax.evaluate import classification
-from vitjax.train import best, checkpoint, flops, optimizer, step as steps, validate
+from vitjax.train import best, checkpoint, flops, optimizer, profile, step as steps, validate
 from vitjax.train.init_from import load_pretrained
 from vitjax.train.preemption import Preempted
 
@@ -56,6 +56,7 @@ def plan(config) -> Plan:
     if config.batch_size % config.grad_accum_steps:
         raise ValueError(f"batch_size {config.batch_size} is not divisible by grad_accum_steps "
                          f"{config.grad_accum_steps}")
+    profile.check(config.profile_steps, total)
     mesh = parallel.make_mesh(dict(config.mesh))
     parallel.check_batch_size(config.batch_size, mesh)
     parallel.check_batch_size(config.batch_size // config.grad_accum_steps, mesh,
@@ -189,12 +190,15 @@ def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
         log = _metrics_log(workdir, int(state.step), p.total_steps)
         batches = _train_batches(config, int(state.step), batch_sharding)
         stop = _SigtermFlag()
+        profiler = profile.Window(config.profile_steps, workdir, int(state.step))
         try:
             state = _loop(config, p, state, compiled, batches, dropout_key, ckpt=ckpt, log=log,
                           evaluator=evaluator, validation=validation, stop=stop, flops_per_step=flops_per_step,
-                          ckpt_meta=lambda: {"wall_seconds": elapsed_before + time.time() - start_time})
+                          ckpt_meta=lambda: {"wall_seconds": elapsed_before + time.time() - start_time},
+                          profiler=profiler)
             final = _final_evaluations(p, state.params, log, evaluator, validation)
         finally:
+            profiler.close()
             stop.restore()
             log.close()
             ckpt.close()
@@ -319,13 +323,15 @@ def _train_batches(config, first_step: int, batch_sharding):
 
 
 def _loop(config, p: Plan, state, compiled, batches, dropout_key, *, ckpt, log, evaluator, validation, stop,
-          flops_per_step, ckpt_meta):
+          flops_per_step, ckpt_meta, profiler):
     """Steps from `state.step` to the end, logging, evaluating and checkpointing on the config's
     schedule; returns the final state. Raises Preempted once a SIGTERM's step is saved."""
     pending = None  # the previous step's metrics, read one step late to keep the device busy
     window = _LogWindow()
     for step in range(int(state.step), p.total_steps):
+        profiler.before(step)
         state, metrics = compiled(state, next(batches), dropout_key)
+        profiler.after(step + 1, state)
         if pending is not None:
             _check_finite(pending, config.nan_policy, ckpt)
         pending = (step + 1, metrics)

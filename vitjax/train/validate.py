@@ -30,6 +30,16 @@ def _fraction(value) -> bool:
     return 0 <= value < 1
 
 
+def _profile_window(text) -> bool:
+    from vitjax.train import profile  # here: it imports jax, which checking a config needs nowhere else
+
+    try:
+        profile.parse(text)
+    except ValueError:
+        return False
+    return True
+
+
 # (key, test the value passes, what to use instead). A value of the wrong type fails its test.
 _RULES = (
     ("batch_size", _at_least(1), "use at least 1 example per step, e.g. 128"),
@@ -52,6 +62,8 @@ _RULES = (
     ("optimizer.eps", lambda eps: eps > 0, "use an epsilon > 0, e.g. 1e-8"),
     ("optimizer.momentum", _fraction, "use a momentum in [0, 1), e.g. 0.9 (0: none)"),
     ("dtype", lambda name: name in DTYPES, _choice(DTYPES) + " (bfloat16 on accelerators)"),
+    ("profile_steps", lambda text: _profile_window(text),
+     "use 'START:STOP' with 0 <= START < STOP (steps START+1 to STOP are traced), e.g. '100:105', or '' for none"),
     ("nan_policy", lambda name: name in NAN_POLICIES,
      "nan_policy must be 'stop' or 'skip' ('stop' raises at the first non-finite loss, 'skip' drops such updates)"),
 )
