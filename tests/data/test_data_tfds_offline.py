@@ -4,6 +4,7 @@ test asserts none was made, so "works offline" is proven rather than assumed."""
 
 import gzip
 import os
+import shutil
 import socket
 
 import numpy as np
@@ -129,3 +130,20 @@ def test_unknown_and_unprepared_tfds_names_fail_without_network(tmp_path):
 def test_missing_debian_files_say_how_to_get_them(tmp_path):
     with pytest.raises(data.MissingDataError, match=r"apt-get install dataset-fashion-mnist.*download=True"):
         fashion_mnist_offline.prepare_offline(str(tmp_path / "tfds"), raw_dir=str(tmp_path / "nowhere"))
+
+
+@needs_debian_files
+def test_a_prepared_dataset_without_a_registered_builder_is_read_from_its_directory(offline, tmp_path):
+    # As ImageNet-21k, or a dataset the user built with tfds: no builder code, only DATA_DIR/<name>/<version>/.
+    data_dir, attempts = offline
+    (version,) = os.listdir(os.path.join(data_dir, "fashion_mnist"))
+    shutil.copytree(os.path.join(data_dir, "fashion_mnist", version), tmp_path / "my_fashion" / version)
+    cfg = dict(name="my_fashion", data_dir=str(tmp_path), train_split="train[:1000]", pp_train="value_range(0, 1)")
+    assert data.get_info(cfg) == data.DataInfo(num_train=1000, num_test=10_000, num_classes=10,
+                                               image_shape=(28, 28, 1))
+    batch = next(data.train_batches(cfg, global_batch_size=100))
+    assert batch["image"].shape == (100, 28, 28, 1) and batch["labels"].shape == (100, 10)
+    assert data.get_info({**cfg, "name": f"my_fashion:{version}"}).num_train == 1000  # a version named
+    with pytest.raises(data.DataError, match=r"not a prepared tfds dataset in data_dir"):
+        data.get_info({**cfg, "name": "my_fashion:9.9.9"})
+    assert not attempts

@@ -33,14 +33,37 @@ def _unknown(name):
     close = difflib.get_close_matches(_base_name(name), known, n=3)
     hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
     return DataError(
-        f'Unknown dataset name {name!r}: not a tfds dataset, and not "synthetic", '
+        f'Unknown dataset name {name!r}: not a tfds dataset, not a prepared tfds dataset in data_dir '
+        f'(<data_dir>/{_base_name(name)}/<version>/dataset_info.json), and not "synthetic", '
         f'"folder:/path" or "npz:/file.npz".{hint}'
     )
 
 
+def _prepared_directory(name, data_dir):
+    """DATA_DIR/<name>[/<config>]/<version>/ holding a prepared tfds dataset (its dataset_info.json),
+    or None: the version after ':' in `name`, else the highest one there. tfds writes this layout, and
+    `tfds.builder_from_directory` reads it without the dataset's builder code."""
+    from etils import epath  # tfds's own path layer: data_dir may be gs://
+
+    base, _, version = name.partition(":")
+    root = epath.Path(data_dir).joinpath(*base.split("/"))
+    if not root.is_dir():
+        return None
+    versions = [version] if version else [p.name for p in root.iterdir() if (p / "dataset_info.json").exists()]
+    versions = [v for v in versions if (root / v / "dataset_info.json").exists()]
+    if not versions:
+        return None
+    return str(root / max(versions, key=tfds.core.Version))
+
+
 def _builder(name, data_dir):
+    """The registered tfds builder of `name`, or for a name tfds does not register (ImageNet-21k, a
+    dataset the user built) the read-only builder of its prepared directory in data_dir."""
     if _base_name(name) not in tfds.list_builders(with_community_datasets=False):
-        raise _unknown(name)
+        prepared = _prepared_directory(name, resolve_data_dir(data_dir))
+        if prepared is None:
+            raise _unknown(name)
+        return tfds.builder_from_directory(prepared)
     try:
         return tfds.builder(name, data_dir=data_dir)
     except tfds.core.registered.DatasetNotFoundError:
