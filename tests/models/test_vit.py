@@ -193,3 +193,17 @@ def test_bad_configurations_raise_before_compiling(overrides, shape, message):
     key, images = jax.random.key(0), np.zeros(shape, np.float32)
     with no_compilation(), pytest.raises(ValueError, match=message):
         jax.jit(model.init)(key, images)
+
+
+def test_a_model_built_from_a_json_config_is_hashable_and_runs():
+    """config.json turns the kernels tuple into a list; the model built from it must still apply."""
+    import json
+
+    from vitjax import models
+    fields = json.loads(json.dumps({"patch_size": 4, "width": 16, "depth": 1, "num_heads": 2, "mlp_dim": 32,
+                                    "kernels": ("layernorm_vjp", "heads_major")}))
+    assert isinstance(fields["kernels"], list)
+    model = models.build("vit", 3, **fields)
+    hash(model)
+    x = jnp.zeros((1, 8, 8, 1))
+    assert model.apply(model.init(jax.random.key(0), x), x).shape == (1, 3)

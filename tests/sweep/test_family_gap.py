@@ -31,3 +31,19 @@ def test_one_family_or_one_size_is_skipped(tmp_path):
         plots.family_gap([_row("vit", 100, 0, 0.6), _row("vit", 1000, 0, 0.7)], str(tmp_path))
     with pytest.raises(plots.Skipped):
         plots.family_gap([_row("vit", 100, 0, 0.6), _row("bit", 100, 0, 0.7)], str(tmp_path))
+
+
+def test_a_budget_that_grows_with_the_data_stays_on_one_curve(tmp_path):
+    """Runs whose total_steps grow with train_size (sweep/budget.py) are one line per family, not a line
+    of the small sizes with the large size dropped for differing in its budget."""
+    rows = []
+    for size, steps in ((100, 50), (1000, 50), (10_000, 400)):
+        for family in ("vit", "bit"):
+            row = _row(family, size, 0, 0.5 + size / 1e5)
+            row["config"]["total_steps"] = steps
+            rows.append(row)
+    _, table = plots.data_scaling(rows, str(tmp_path))
+    with open(table) as f:
+        lines = list(csv.DictReader(f))
+    assert sorted((r["line"], int(r["train_size"])) for r in lines) == sorted(
+        (family, size) for family in ("vit", "bit") for size in (100, 1000, 10_000))

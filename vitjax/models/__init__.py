@@ -10,8 +10,13 @@ __all__ = ["BiT", "ViT", "FAMILIES", "build"]
 
 
 def build(name: str, num_classes: int, *, dtype: str = "float32", param_dtype: str = "float32", **kwargs):
-    """A model from a config: `build("vit", 10, variant="Ti/4", depth=6)`."""
+    """A model from a config: `build("vit", 10, variant="Ti/4", depth=6)`.
+
+    Lists become tuples: a config read back from a run's config.json holds lists where the config had
+    tuples (e.g. `kernels`), and a flax module's fields must be hashable.
+    """
     if name not in FAMILIES:
         raise ValueError(f"unknown model {name!r}; choose one of {sorted(FAMILIES)}")
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}
     return FAMILIES[name](num_classes=num_classes, dtype=jnp.dtype(dtype), param_dtype=jnp.dtype(param_dtype),
-                          **kwargs)
+                          **fields)

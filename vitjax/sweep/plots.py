@@ -33,6 +33,8 @@ from vitjax.sweep import aggregate
 FAMILY_STYLE = {"vit": ("tab:blue", "o"), "bit": ("tab:orange", "s"), "hybrid": ("tab:green", "^")}
 FAMILY_NAME = {"vit": "ViT", "bit": "BiT (ResNet)", "hybrid": "Hybrid"}
 COUNT_UNITS = ((1e9, "B"), (1e6, "M"), (1e3, "k"))
+# What may vary along a data-scaling curve: the data, and a budget that grows with it (sweep/budget.py).
+DATA_AXIS = ("data.train_size", "total_steps", "total_epochs", "total_examples")
 FLOP_UNITS = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
 
 
@@ -164,7 +166,7 @@ def _value_ticks(ax, values, units=COUNT_UNITS) -> None:
 
 def data_scaling(rows, out, meta=None) -> list[str]:
     groups = [g for g in aggregate.groups(rows) if g.get("train_size")]
-    lines = _groups(groups, "train_size", ("data.train_size",))
+    lines = _groups(groups, "train_size", DATA_AXIS)
     if not lines:
         raise Skipped("needs finished runs of at least two training-set sizes (data.train_size) that differ "
                       "in nothing else")
