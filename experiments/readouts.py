@@ -1,6 +1,8 @@
 r"""Decides the study's pre-registered read-outs (experiments/README.md) from the sweeps' tables.
 
     python experiments/readouts.py --data_scaling experiments/results/data_scaling \
+        [--regularisation experiments/results/regularisation] [--model_size experiments/results/model_size] \
+        [--patch_size experiments/results/patch_size_study] [--transfer experiments/results/transfer] \
         --out experiments/results/readouts.json
 
 Each read-out is a quantity Q in accuracy points, predicted Q > 0, with threshold
@@ -120,9 +122,91 @@ def _mean_std(values) -> str:
     return f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f} (n={len(values)})"
 
 
+def lift(treated, control, family, size) -> dict:
+    """Per seed: `treated` minus `control` (two sweeps' rows) for one family at one size (points)."""
+    a, b = values(treated, family, size), values(control, family, size)
+    return {s: a[s] - b[s] for s in set(a) & set(b)}
+
+
+SMALL = (550, 1_700, 5_500)
+
+
+def regularisation_arm(reg, plain) -> dict:
+    """R1-R3 from experiments/regularisation.py's table (`reg`) against the plain arm's (`plain`)."""
+    small = len(SMALL)
+    return {
+        "R1": decide(combine([(1 / small, lift(reg, plain, "vit", n)) for n in SMALL]
+                             + [(-1 / small, lift(reg, plain, "bit", n)) for n in SMALL])),
+        "R2": decide(combine([(1 / small, lift(reg, plain, "vit", n)) for n in SMALL]
+                             + [(-1, lift(reg, plain, "vit", 55_000))])),
+        "R3": decide(combine([(1, values(reg, "vit", 5_500)), (-1, values(plain, "vit", 55_000))]), at_least=True),
+    }
+
+
+def of_width(rows, width) -> list:
+    """The rows whose model has this width (ViT `width`, BiT root `width`)."""
+    return [r for r in rows if r.get("config", {}).get("model", {}).get("width") == width]
+
+
+def model_size_arm(rows) -> dict:
+    """M1-M3 from experiments/model_size.py's table: the widest and narrowest width of each family."""
+    widths = {f: sorted({r["config"]["model"]["width"] for r in rows if r.get("family") == f
+                         and r.get("status") == "finished"}) for f in ("vit", "bit")}
+    small, large = of_width(rows, widths["vit"][0]), of_width(rows, widths["vit"][-1])
+    d_small, d_large = lift(large, small, "vit", 550), lift(large, small, "vit", 55_000)
+    m2 = {"small": decide(combine([(-1, d_small)])), "large": decide(combine([(1, d_large)]))}
+    both = m2["small"]["verdict"] == "holds" and m2["large"]["verdict"] == "holds"
+    either_fails = "fails" in (m2["small"]["verdict"], m2["large"]["verdict"])
+    return {"M1": {**decide(combine([(1, d_large), (-1, d_small)])), "widths": widths},
+            "M2": {"verdict": "holds" if both else "fails" if either_fails else "inconclusive",
+                   "q_550": -m2["small"]["q"], "tau_550": m2["small"]["tau"],
+                   "q_55000": m2["large"]["q"], "tau_55000": m2["large"]["tau"]},
+            "M3": compute_readout(rows, widths)}
+
+
+def compute_readout(rows, widths, size=55_000) -> dict:
+    """M3: at `size`, A* = the lower of the two families' best mean accuracies; each family's F = the least
+    training FLOPs among its widths whose mean accuracy comes within tau = max(2 SE, 0.5) of A*;
+    Q = log2(F_BiT / F_ViT) - 1 (> 0: the ViT needs at least 2x less). Holds when Q > 0; fails when the
+    ViT needs more FLOPs than the BiT (Q < -1); else inconclusive."""
+    points = {}
+    for family in ("vit", "bit"):
+        for width in widths[family]:
+            runs = aggregate.members(of_width(rows, width), family, size)
+            accs = [100 * r["accuracy"] for r in runs]
+            se = statistics.stdev(accs) / math.sqrt(len(accs)) if len(accs) > 1 else 0.0
+            points.setdefault(family, []).append(
+                {"width": width, "acc": statistics.fmean(accs), "tau": max(2 * se, FLOOR),
+                 "train_flops": statistics.fmean(r["train_flops"] for r in runs)})
+    target = min(max(p["acc"] for p in points[f]) for f in points)
+    least = {f: min(p["train_flops"] for p in points[f] if p["acc"] + p["tau"] >= target) for f in points}
+    q = math.log2(least["bit"] / least["vit"]) - 1
+    verdict = "holds" if q > 0 else "fails" if q < -1 else "inconclusive"
+    return {"q": q, "verdict": verdict, "target_acc": target, "least_flops": least, "points": points,
+            "how": "log2 of the FLOPs ratio minus 1 (units: doublings beyond 2x)"}
+
+
+def patch_size_arm(rows, size=55_000) -> dict:
+    """S1 from experiments/patch_size.py's table: ViTs differing in patch size at `size`, paired by seed."""
+    def at(patch):
+        return values([r for r in rows if r.get("patch_size") == patch], "vit", size)
+    return {"S1": decide(combine([(1, at(4)), (-1, at(7))])), "S1'": decide(combine([(1, at(7)), (-1, at(14))]))}
+
+
+def transfer_arm(rows, metric="transfer_10shot") -> dict:
+    """T1 from experiments/transfer.py's table: the 10-shot transfer probe's gain from the smallest to the
+    largest pre-training set, ViT minus BiT, paired by seed."""
+    sizes = sorted({r["train_size"] for r in rows if r.get("status") == "finished"})
+    terms = [(sign * coef, values(rows, family, size, metric)) for family, sign in (("vit", 1), ("bit", -1))
+             for size, coef in ((sizes[-1], 1), (sizes[0], -1))]
+    return {"T1": {**decide(combine(terms)), "sizes": [sizes[0], sizes[-1]]}}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data_scaling", help="the plain arm's sweep (or results) directory")
+    for arm in ("regularisation", "model_size", "patch_size", "transfer"):
+        parser.add_argument(f"--{arm}", help=f"the {arm} sweep's (or results) directory")
     parser.add_argument("--out", help="write the read-outs as JSON here")
     parser.add_argument("--markdown", action="store_true", help="also print the plain arm's table (markdown)")
     args = parser.parse_args(argv)
@@ -132,8 +216,17 @@ def main(argv=None) -> int:
         found.update(plain_arm(rows))
         if args.markdown:
             print(markdown_table(rows) + "\n")
+        if args.regularisation:
+            found.update(regularisation_arm(table.read(args.regularisation), rows))
+    if args.model_size:
+        found.update(model_size_arm(table.read(args.model_size)))
+    if args.patch_size:
+        found.update(patch_size_arm(table.read(args.patch_size)))
+    if args.transfer:
+        found.update(transfer_arm(table.read(args.transfer)))
     for name, r in found.items():
-        numbers = f"Q = {r['q']:+.2f} points, tau = {r['tau']:.2f} ({r['how']})" if "q" in r else ""
+        numbers = f"Q = {r['q']:+.2f}, tau = {r['tau']:.2f} ({r['how']})" if "tau" in r else (
+            f"Q = {r['q']:+.2f} ({r['how']})" if "q" in r else "")
         print(f"{name}: {r['verdict']:12s} {numbers}")
     if args.out:
         with open(args.out, "w") as f:

@@ -79,3 +79,71 @@ def test_the_markdown_table_states_means_spreads_and_paired_gaps():
     assert len(lines) == 2 + 4  # header, rule, one line per size
     assert lines[2].startswith("| 550 | 80.50 ± 0.71 (n=2) | 85.55 ± 0.78 (n=2) | 5.05 ± 0.07 (n=2) |")
     assert lines[-1].endswith("| 600 / 600 (1,200) |")
+
+
+def _sized(rows, width=None, patch=None, flops=None):
+    """Adds what the model-size and patch-size read-outs read: the model's width, patch size and FLOPs."""
+    for r in rows:
+        r["config"]["model"] = {"width": width}
+        r["patch_size"], r["train_flops"] = patch, flops
+    return rows
+
+
+def _curve(lift_vit_small=0.0, lift_vit_large=0.0, lift_bit=0.0):
+    """A plain-arm-like table (seeds 0, 1 at 550, 1.7k, 5.5k, 55k) with the given lifts added."""
+    rows = []
+    for seed in (0, 1):
+        for size in (550, 1_700, 5_500, 55_000):
+            base = 0.70 + 0.05 * (size == 55_000) + 0.002 * seed
+            lift_vit = lift_vit_large if size == 55_000 else lift_vit_small
+            rows += [row("vit", size, seed, base + lift_vit + 0.001 * seed), row("bit", size, seed, base + 0.03 + lift_bit)]
+    return rows
+
+
+def test_regularisation_read_outs_compare_lifts_paired_by_seed():
+    plain = _curve()
+    found = readouts.regularisation_arm(_curve(lift_vit_small=0.03, lift_vit_large=0.005, lift_bit=0.01), plain)
+    assert found["R1"]["q"] == pytest.approx(2.0) and found["R1"]["verdict"] == "holds"
+    assert found["R2"]["q"] == pytest.approx(2.5) and found["R2"]["verdict"] == "holds"
+    # R3: the regularised ViT at 5.5k (0.73) against the plain one at 55k (0.75): 2 points short
+    assert found["R3"]["q"] == pytest.approx(-2.0, abs=0.01) and found["R3"]["verdict"] == "fails"
+    hurting = readouts.regularisation_arm(_curve(lift_vit_small=-0.02, lift_bit=0.01), plain)
+    assert hurting["R1"]["verdict"] == "fails" and hurting["R2"]["verdict"] == "fails"
+
+
+def _widths(d_small, d_large, flops_ratio_bit=4.0):
+    """ViT widths 32, 64 and BiT widths 4, 8 at 550 and 55k; the wider ViT is d_small / d_large better."""
+    rows = []
+    for seed in (0, 1):
+        for size, d in ((550, d_small), (55_000, d_large)):
+            base = 0.70 + 0.2 * (size == 55_000) + 0.001 * seed
+            rows += _sized([row("vit", size, seed, base)], width=32, flops=1.0)
+            rows += _sized([row("vit", size, seed, base + d)], width=64, flops=4.0)
+            rows += _sized([row("bit", size, seed, base - 0.01)], width=4, flops=flops_ratio_bit)
+            rows += _sized([row("bit", size, seed, base + d)], width=8, flops=4 * flops_ratio_bit)
+    return rows
+
+
+def test_model_size_read_outs():
+    found = readouts.model_size_arm(_widths(d_small=-0.02, d_large=0.02))
+    assert found["M1"]["q"] == pytest.approx(4.0) and found["M1"]["verdict"] == "holds"
+    assert found["M2"]["verdict"] == "holds"
+    # Both fronts reach the wide models' accuracy; the BiT needs 4x the ViT's FLOPs: one doubling beyond 2x
+    assert found["M3"]["q"] == pytest.approx(1.0) and found["M3"]["verdict"] == "holds"
+    assert readouts.model_size_arm(_widths(d_small=-0.02, d_large=0.002))["M2"]["verdict"] == "inconclusive"
+    assert readouts.model_size_arm(_widths(0.0, 0.02, flops_ratio_bit=0.5))["M3"]["verdict"] == "fails"
+
+
+def test_patch_and_transfer_read_outs():
+    rows = [r for seed in (0, 1) for patch, acc in ((14, 0.85), (7, 0.86), (4, 0.89))
+            for r in _sized([row("vit", 55_000, seed, acc + 0.001 * seed)], patch=patch)]
+    found = readouts.patch_size_arm(rows)
+    assert found["S1"]["q"] == pytest.approx(3.0) and found["S1"]["verdict"] == "holds"
+    assert found["S1'"]["q"] == pytest.approx(1.0) and found["S1'"]["verdict"] == "holds"
+    probe = []
+    for seed in (0, 1):
+        for size, vit, bit in ((550, 0.60, 0.70), (27_500, 0.70, 0.72)):
+            probe += [{**row("vit", size, seed, 0.9), "transfer_10shot": vit + 0.001 * seed},
+                      {**row("bit", size, seed, 0.9), "transfer_10shot": bit}]
+    t1 = readouts.transfer_arm(probe)["T1"]
+    assert t1["q"] == pytest.approx(8.0) and t1["verdict"] == "holds" and t1["sizes"] == [550, 27_500]
