@@ -5,6 +5,7 @@ import pytest
 
 from vitjax import data
 from vitjax.data import config, mixing
+from tests.data.test_data_train_batches import take
 
 CFG = dict(
     name="synthetic",
@@ -12,10 +13,6 @@ CFG = dict(
     pp_eval="value_range(-1, 1)",
     synthetic=dict(num_train=96, num_test=40, image_shape=(8, 8, 3), num_classes=4),
 )
-
-
-def take(it, n):
-    return [next(it) for _ in range(n)]
 
 
 def mixing_cfg(**changes):

@@ -11,6 +11,7 @@ and preprocesses on the fly. Differences from the in-memory pipeline, by necessi
   available. A validation split is named instead (data.val_split, e.g. `train[99%:]` with train_split
   `train[:99%]`) and streamed once per evaluation like the test split.
 - Batches may mix epochs (the stream repeats, no example is dropped at epoch ends).
+- repeated_augmentation > 1 is refused (info.get_info): repeating examples within a batch needs them at hand.
 """
 
 import math
