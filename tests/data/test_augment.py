@@ -145,6 +145,7 @@ def test_random_erasing_pixel_noise_is_uniform_bytes_or_standard_normal():
         ("random_erasing(1.5)", r"p must be in \[0, 1\], got 1.5"),
         ("random_erasing(area=(0.5, 0.2))", r"area must be \(lo, hi\) with 0 < lo <= hi <= 1, got \(0.5, 0.2\)"),
         ("random_erasing(aspect=(0, 2))", r"aspect must be \(lo, hi\) with 0 < lo <= hi"),
+        ("random_erasing(area=0.3)", r"area must be \(lo, hi\) with 0 < lo <= hi <= 1, got 0.3"),
         ("random_erasing(fill='mean')", r"fill must be one of \('pixel', 'zero'\), got 'mean'"),
         ("randaugment(2, 9)|cutmix", r"Unknown pp op 'cutmix'.*randaugment.*random_erasing"),
     ],

@@ -58,12 +58,16 @@ def random_erasing(p=0.25, area=(0.02, 0.333), aspect=(0.3, 3.3), fill="pixel"):
 def _check(where, p, area, aspect, fill):
     if not isinstance(p, (int, float)) or not 0 <= p <= 1:
         raise DataError(f"pp op {where}: p must be in [0, 1], got {p!r}; e.g. 0.25 (DeiT).")
-    if not (len(area) == 2 and 0 < area[0] <= area[1] <= 1):
+    if not (_pair(area) and 0 < area[0] <= area[1] <= 1):
         raise DataError(f"pp op {where}: area must be (lo, hi) with 0 < lo <= hi <= 1, got {area!r}.")
-    if not (len(aspect) == 2 and 0 < aspect[0] <= aspect[1]):
+    if not (_pair(aspect) and 0 < aspect[0] <= aspect[1]):
         raise DataError(f"pp op {where}: aspect must be (lo, hi) with 0 < lo <= hi, got {aspect!r}.")
     if fill not in FILLS:
         raise DataError(f"pp op {where}: fill must be one of {FILLS}, got {fill!r}.")
+
+
+def _pair(value):
+    return isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value)
 
 
 def _fill(images, keys, fill):

@@ -59,9 +59,9 @@ def _check(where, n, m, ops, p, mstd, strengths):
         raise DataError(f"pp op {where}: n (transforms per image) must be an int >= 1, got {n!r}; e.g. 2.")
     if not isinstance(m, (int, float)) or not 0 <= m <= 10:
         raise DataError(f"pp op {where}: magnitude m must be in 0..10, got {m!r}; e.g. 9 (DeiT) or 5.")
-    if not 0 <= p <= 1:
+    if not isinstance(p, (int, float)) or not 0 <= p <= 1:
         raise DataError(f"pp op {where}: p (chance each layer applies) must be in [0, 1], got {p!r}.")
-    if mstd < 0:
+    if not isinstance(mstd, (int, float)) or mstd < 0:
         raise DataError(f"pp op {where}: mstd (magnitude noise) must be >= 0, got {mstd!r}; 0: none.")
     if any(not isinstance(s, (int, float)) or s < 0 for s in strengths[:3]):
         raise DataError(f"pp op {where}: rotate, shear and translate must be >= 0, got {strengths[:3]!r}.")
