@@ -142,10 +142,24 @@ def data_defaults() -> ml_collections.ConfigDict:
     # 'val' split is that split, read whole with pp_eval; for streamed datasets, where val_size cannot hold
     # one out. Keeping it disjoint from train_split is the config's job. Not together with val_size.
     c.val_split = ""
-    # Preprocessing op strings (see vitjax/data/pp_ops.py for the ops). Both must give the same image shape.
+    # Preprocessing op strings "op(args)|op|...". Both must give the same image shape. Ops: resize,
+    # random_crop, central_crop, inception_crop, flip_lr, value_range, to_rgb, decode (vitjax/data/pp_ops.py);
+    # randaugment(n, m, ops=None, p=1.0, mstd=0.0, ...) (pp_randaugment.py) and random_erasing(p=0.25,
+    # area=(0.02, 0.333), aspect=(0.3, 3.3), fill='pixel'|'zero') (pp_erasing.py), both before value_range.
     c.pp_train = "random_crop(28, pad=2)|flip_lr|value_range(-1, 1)"
     c.pp_eval = "value_range(-1, 1)"
-    c.mixup_alpha = 0.0  # 0: off. Otherwise lambda ~ Beta(alpha, alpha), one per batch.
+    # Batch-level mixing (vitjax/data/mixing.py), one draw per step keyed by (seed, step). Mixup: 0 off,
+    # else lambda ~ Beta(alpha, alpha). CutMix: 0 off, else a box of area 1 - lambda pasted from another
+    # image, the labels weighted by the pasted area. With both on, a batch uses CutMix with probability
+    # mixup_switch_prob (DeiT: 0.8, 1.0, 0.5); mixup_prob: the chance a batch is mixed at all.
+    c.mixup_alpha = 0.0
+    c.cutmix_alpha = 0.0
+    c.mixup_prob = 1.0
+    c.mixup_switch_prob = 0.5
+    # R > 1: repeated augmentation (Hoffer et al. 2020; DeiT uses 3): each global batch holds batch/R
+    # examples R times each, differently augmented; an epoch still counts n examples (so n/R distinct
+    # ones). batch_size must be divisible by R; in-memory data only (vitjax/data/order.py).
+    c.repeated_augmentation = 1
     # None: hold the split in memory when its decoded images are known to take at most `in_memory_max_gb`;
     # otherwise stream it from tfds (only tfds datasets can stream).
     c.in_memory = config_dict.placeholder(bool)

@@ -105,6 +105,10 @@ def test_streaming_path_shards_and_pads(offline):
         batch = next(it)
         assert batch["image"].shape == (32, 28, 28, 1) and batch["labels"].shape == (32, 10)
     np.testing.assert_allclose(batch["labels"].sum(1), 1)
+    mixed = next(data.train_batches(dict(cfg, cutmix_alpha=1.0), global_batch_size=64, seed=3))
+    np.testing.assert_allclose(mixed["labels"].sum(1), 1, rtol=1e-6)  # CutMix runs on streamed batches too
+    with pytest.raises(data.DataError, match=r"repeated_augmentation=3 repeats examples .* needs the dataset in memory"):
+        data.get_info(dict(cfg, repeated_augmentation=3))
     cfg["test_split"] = "test[:1001]"  # Odd size: the processes' parts differ by one, padding evens them out.
     parts = [
         data.eval_batches(cfg, "test", global_batch_size=200, process_index=p, process_count=2)

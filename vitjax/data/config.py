@@ -69,8 +69,7 @@ def _check(c):
             raise DataError(f"{key} must be >= 0, got {c[key]}.")
     if c.val_size < 0:
         raise DataError(f"val_size must be >= 0 (0: no validation split), got {c.val_size}.")
-    if c.mixup_alpha < 0:
-        raise DataError(f"mixup_alpha must be >= 0 (0 turns mixup off), got {c.mixup_alpha}.")
+    _check_mixing(c)
     classes = tuple(c.classes)
     if any(not isinstance(k, int) or isinstance(k, bool) or k < 0 for k in classes):
         raise DataError(f"classes must be class ids (integers >= 0), got {classes}.")
@@ -79,3 +78,16 @@ def _check(c):
         raise DataError(f"classes {classes} names class(es) {repeated} more than once; each class once.")
     if c.class_balanced and c.train_size is None:
         raise DataError("class_balanced=True needs train_size (it balances the subset it takes).")
+
+
+def _check_mixing(c):
+    """Mixup/CutMix and repeated augmentation keys: each bad value named with its fix."""
+    for key in ("mixup_alpha", "cutmix_alpha"):
+        if c[key] < 0:
+            raise DataError(f"{key} must be >= 0 (0 turns it off; DeiT: mixup 0.8, cutmix 1.0), got {c[key]}.")
+    for key in ("mixup_prob", "mixup_switch_prob"):
+        if not 0 <= c[key] <= 1:
+            raise DataError(f"{key} is a probability: use a value in [0, 1], got {c[key]}.")
+    r = c.repeated_augmentation
+    if not isinstance(r, int) or isinstance(r, bool) or r < 1:
+        raise DataError(f"repeated_augmentation must be an int >= 1 (1: off; DeiT: 3), got {r!r}.")

@@ -29,6 +29,12 @@ def get_info(cfg):
             f"{train.where} has {train.num_classes} classes but {test.where} has {test.num_classes}."
         )
     image_shape = model_image_shape(cfg, train, test)
+    if cfg.repeated_augmentation > 1 and sources.is_streaming(cfg, "train"):
+        raise DataError(
+            f"repeated_augmentation={cfg.repeated_augmentation} repeats examples within a batch, which needs "
+            f"the dataset in memory; {cfg.name!r} streams. Set in_memory=True if it fits, or "
+            f"repeated_augmentation=1."
+        )
     return DataInfo(num_train, test.num_examples, train.num_classes, image_shape, _num_val(cfg, train))
 
 

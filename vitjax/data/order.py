@@ -33,10 +33,26 @@ def epoch_permutation(n, seed, epoch):
     return perm
 
 
-def global_batch_indices(step, n, global_batch_size, seed):
-    """Indices (into the n training examples) of the global batch of `step`, in batch order."""
+def global_batch_indices(step, n, global_batch_size, seed, repeats=1):
+    """Indices (into the n training examples) of the global batch of `step`, in batch order.
+
+    repeats=R (repeated augmentation): global_batch_size / R examples, the batch their indices R times
+    over ([a b c a b c], not [a a b b c c]: process shares and mixing's neighbours then pair different
+    examples). The epoch keeps its steps, so it takes the first n / R or so of its permutation.
+    """
+    distinct = check_repeats(global_batch_size, repeats)
     epoch, k = divmod(step, steps_per_epoch(n, global_batch_size))
-    return epoch_permutation(n, seed, epoch)[k * global_batch_size : (k + 1) * global_batch_size]
+    return np.tile(epoch_permutation(n, seed, epoch)[k * distinct : (k + 1) * distinct], repeats)
+
+
+def check_repeats(global_batch_size, repeats):
+    """Distinct examples per global batch under repeated augmentation; DataError unless R divides the batch."""
+    if global_batch_size % repeats:
+        raise DataError(
+            f"global batch size {global_batch_size} is not divisible by repeated_augmentation={repeats}; "
+            f"each example appears R times in a batch: use a batch size that is a multiple of {repeats}."
+        )
+    return global_batch_size // repeats
 
 
 def process_slice(global_batch_size, process_index, process_count):

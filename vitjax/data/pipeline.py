@@ -99,15 +99,16 @@ def train_batches(cfg, *, global_batch_size, start_step=0, seed=0, process_index
 def _in_memory_train(cfg, info, split, global_batch_size, start_step, seed, rows):
     n = len(split)
     order.steps_per_epoch(n, global_batch_size)  # Fails now if not even one batch fits.
+    order.check_repeats(global_batch_size, cfg.repeated_augmentation)
     preprocess, num_ops = _preprocessor(split, cfg.pp_train, info.image_shape)
 
     def host_batches():
         for step in itertools.count(start_step):
-            idx = order.global_batch_indices(step, n, global_batch_size, seed)[rows]
+            idx = order.global_batch_indices(step, n, global_batch_size, seed, cfg.repeated_augmentation)[rows]
             u = draws.batch_uniforms(seed, step, global_batch_size, rows, num_ops)
             yield preprocess(split.images[idx], u), split.labels[idx]
 
-    return targets.train_dicts(host_batches(), info.num_classes, cfg.mixup_alpha, seed, start_step)
+    return targets.train_dicts(host_batches(), info.num_classes, cfg, seed, start_step)
 
 
 class EvalBatches:

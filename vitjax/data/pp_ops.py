@@ -30,8 +30,9 @@ def _check_fits(images, h, w, op):
         raise DataError(f"pp op {op}: crop {h}x{w} is larger than the image {ih}x{iw}; resize first.")
 
 
-def _like(resized, images):
-    """Interpolated float output -> the input's dtype (rounded and clipped for uint8)."""
+def like_input(resized, images):
+    """Interpolated float output -> the input's dtype (rounded and clipped for uint8); the other
+    augmentation ops (pp_randaugment.py, pp_erasing.py) return their results through it too."""
     if images.dtype == tf.uint8:
         return tf.cast(tf.clip_by_value(tf.round(resized), 0, 255), tf.uint8)
     return tf.cast(resized, images.dtype)
@@ -77,7 +78,7 @@ def resize(size, method="bilinear"):
     def fn(images, u):
         del u
         # antialias: downscaling without it aliases badly (e.g. ImageNet -> 32 px).
-        return _like(tf.image.resize(images, (h, w), method=method, antialias=True), images)
+        return like_input(tf.image.resize(images, (h, w), method=method, antialias=True), images)
 
     return fn
 
@@ -138,7 +139,7 @@ def inception_crop(size, area_min=5, area_max=100):
         out = tf.image.crop_and_resize(
             tf.cast(images, tf.float32), boxes, tf.range(tf.shape(images)[0]), (h, w)
         )
-        return _like(out, images)
+        return like_input(out, images)
 
     return fn
 

@@ -2,6 +2,12 @@
 
 A module of its own so that the built-in ops (pp_ops.py) register themselves here and the parser
 (preprocess.py) imports them, with neither importing the other in a circle.
+
+Built-in ops, by file: pp_ops.py decode, resize, random_crop, central_crop, inception_crop, flip_lr,
+value_range, to_rgb; pp_randaugment.py randaugment(n, m, ops=None, p=1.0, mstd=0.0, rotate=30,
+shear=0.3, translate=0.45, fill=0); pp_erasing.py random_erasing(p=0.25, area=(0.02, 0.333),
+aspect=(0.3, 3.3), fill='pixel'|'zero'). Batch-level Mixup/CutMix are data config keys, not ops
+(mixing.py).
 """
 _FACTORIES = {}
 

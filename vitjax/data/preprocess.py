@@ -15,7 +15,7 @@ import inspect
 
 import tensorflow as tf
 
-from vitjax.data import pp_ops  # noqa: F401  (registers the built-in ops)
+from vitjax.data import pp_erasing, pp_ops, pp_randaugment  # noqa: F401  (register the built-in ops)
 from vitjax.data import pp_registry
 from vitjax.data.errors import DataError
 
@@ -50,8 +50,14 @@ def parse(pp):
     return [_parse_op(part, pp) for part in pp.split("|") if part.strip()]
 
 
+def _rows(fn):
+    """Rows of uniforms the op fn takes: 1, or enough for its `num_uniforms`."""
+    return max(1, -(-getattr(fn, "num_uniforms", UNIFORMS_PER_OP) // UNIFORMS_PER_OP))
+
+
 class Preprocess:
-    """The ops of one pp string, applied in order. `num_ops` sizes the uniforms the caller must draw."""
+    """The ops of one pp string, applied in order. `num_ops` sizes the uniforms the caller must draw: the
+    rows of UNIFORMS_PER_OP numbers per image, one per op (more for an op that sets `num_uniforms`)."""
 
     def __init__(self, pp):
         self.pp = pp
@@ -70,12 +76,18 @@ class Preprocess:
                     f"Signature: {name}{inspect.signature(factory)}."
                 ) from None
             self._fns.append(factory(*args, **kwargs))
-        self.num_ops = len(self._fns)
+        self.num_ops = sum(_rows(fn) for fn in self._fns)
 
     def __call__(self, images, uniforms):
         """images [b, H, W, C], uniforms [b, num_ops, UNIFORMS_PER_OP] -> preprocessed images [b, ...]."""
-        for i, fn in enumerate(self._fns):
-            images = fn(images, uniforms[:, i])
+        first = 0
+        for fn in self._fns:
+            rows = _rows(fn)
+            u = uniforms[:, first] if rows == 1 else tf.reshape(
+                uniforms[:, first : first + rows], [-1, rows * UNIFORMS_PER_OP]
+            )
+            images = fn(images, u)
+            first += rows
         return images
 
     def output_spec(self, image_shape, dtype=tf.uint8):

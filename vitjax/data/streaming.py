@@ -11,6 +11,7 @@ and preprocesses on the fly. Differences from the in-memory pipeline, by necessi
   available. A validation split is named instead (data.val_split, e.g. `train[99%:]` with train_split
   `train[:99%]`) and streamed once per evaluation like the test split.
 - Batches may mix epochs (the stream repeats, no example is dropped at epoch ends).
+- repeated_augmentation > 1 is refused (info.get_info): repeating examples within a batch needs them at hand.
 """
 
 import math
@@ -61,7 +62,7 @@ def train_batches(cfg, info, global_batch_size, start_step, seed, process_index,
     ds = ds.repeat().shuffle(cfg.shuffle_buffer, seed=shuffle_seed).enumerate()
     ds = ds.map(example, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     ds = ds.batch(local, drop_remainder=True).prefetch(cfg.prefetch)
-    return targets.train_dicts(ds.as_numpy_iterator(), info.num_classes, cfg.mixup_alpha, seed, start_step)
+    return targets.train_dicts(ds.as_numpy_iterator(), info.num_classes, cfg, seed, start_step)
 
 
 def eval_batches(cfg, info, split, global_batch_size, process_index, process_count, eval_batches_cls):

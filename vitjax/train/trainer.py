@@ -56,6 +56,10 @@ def plan(config) -> Plan:
     if config.batch_size % config.grad_accum_steps:
         raise ValueError(f"batch_size {config.batch_size} is not divisible by grad_accum_steps "
                          f"{config.grad_accum_steps}")
+    repeats = config.data.get("repeated_augmentation", 1)  # absent from configs saved before it existed
+    if config.batch_size % repeats:
+        raise ValueError(f"batch_size {config.batch_size} is not divisible by data.repeated_augmentation "
+                         f"{repeats} (each example appears that many times in a batch)")
     profile.check(config.profile_steps, total)
     mesh = parallel.make_mesh(dict(config.mesh))
     parallel.check_batch_size(config.batch_size, mesh)
