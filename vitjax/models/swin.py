@@ -111,40 +111,50 @@ def shift_mask(resolution, window, shift) -> np.ndarray:
 
 
 class WindowAttention(nn.Module):
-    """Multi-head self-attention inside each window, with a learned relative-position bias.
+    """Multi-head self-attention inside each window of a map, with a learned relative-position bias:
+    [b, H, W, c] -> [b, H, W, c]. With a `shift`, the windows are shifted (cyclic roll, mask, roll back).
 
-    [b, windows, n, c] -> [b, windows, n, c]. The projections are the ViT's (`query`, `key`, `value`
-    kernels [c, heads, head_dim], `out` [heads, head_dim, c]), so its logical axis names apply; the
-    bias table is [(2 window_h - 1)(2 window_w - 1), heads]. Windows stay an axis of their own rather
-    than being folded into the batch, so the per-window mask and per-head bias broadcast over the
-    batch instead of being tiled to it.
+    The projections are the ViT's (`query`, `key`, `value` kernels [c, heads, head_dim], `out`
+    [heads, head_dim, c]), so its logical axis names apply; the bias table is
+    [(2 window_h - 1)(2 window_w - 1), heads]. Windows stay an axis of their own rather than being
+    folded into the batch, so the per-window mask and per-head bias broadcast over the batch instead
+    of being tiled to it.
     """
     num_heads: int
     window: tuple[int, int]
+    shift: tuple[int, int] = (0, 0)
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
 
-    @nn.compact
-    def __call__(self, windows, mask=None):
-        width = windows.shape[-1]
-        check_heads(width, self.num_heads)
-        head_dim = width // self.num_heads
-        dtypes = dict(dtype=self.dtype, param_dtype=self.param_dtype)
-        projections = [HeadsProjection(self.num_heads, head_dim, name=name, **dtypes)
-                       for name in ("query", "key", "value")]
-        query, key, value = fused_projections(windows, projections, self.dtype)  # [b, w, n, heads, head_dim]
+    def _bias(self):
+        """[heads, n, n]: the table's row for each (query, key) offset."""
         wh, ww = self.window
         table = self.param("relative_position_bias_table", nn.with_logical_partitioning(
             nn.initializers.truncated_normal(0.02), (None, "heads")),
             ((2 * wh - 1) * (2 * ww - 1), self.num_heads), self.param_dtype)
-        bias = jnp.take(table, relative_position_index(wh, ww), axis=0).transpose(2, 0, 1)  # [heads, n, n]
+        return jnp.take(table, relative_position_index(wh, ww), axis=0).transpose(2, 0, 1)
+
+    @nn.compact
+    def __call__(self, x):
+        _, height, width, channels = x.shape
+        check_heads(channels, self.num_heads)
+        head_dim = channels // self.num_heads
+        dtypes = dict(dtype=self.dtype, param_dtype=self.param_dtype)
+        shifted = any(self.shift)
+        if shifted:
+            x = jnp.roll(x, (-self.shift[0], -self.shift[1]), axis=(1, 2))
+        projections = [HeadsProjection(self.num_heads, head_dim, name=name, **dtypes)
+                       for name in ("query", "key", "value")]
+        # [b, windows, n, heads, head_dim] each
+        query, key, value = fused_projections(window_partition(x, self.window), projections, self.dtype)
         scores = jnp.einsum("bwqhd,bwkhd->bwhqk", query, key, preferred_element_type=jnp.float32)
-        scores = scores * head_dim ** -0.5 + bias.astype(jnp.float32)
-        if mask is not None:
-            scores = scores + jnp.asarray(mask)[:, None]  # [windows, 1, n, n]: the same for every head
+        scores = scores * head_dim ** -0.5 + self._bias().astype(jnp.float32)
+        if shifted:  # [windows, 1, n, n]: the same for every head
+            scores = scores + jnp.asarray(shift_mask((height, width), self.window, self.shift))[:, None]
         weights = jax.nn.softmax(scores, axis=-1)
-        out = jnp.einsum("bwhqk,bwkhd->bwqhd", weights.astype(value.dtype), value)
-        return HeadsMerge(width, name="out", **dtypes)(out)
+        y = jnp.einsum("bwhqk,bwkhd->bwqhd", weights.astype(value.dtype), value)
+        y = window_merge(HeadsMerge(channels, name="out", **dtypes)(y), self.window, height, width)
+        return jnp.roll(y, self.shift, axis=(1, 2)) if shifted else y
 
 
 class SwinBlock(nn.Module):
@@ -161,22 +171,12 @@ class SwinBlock(nn.Module):
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
 
-    def _attend(self, x):
-        _, height, width, _ = x.shape
-        shifted = any(self.shift)
-        if shifted:
-            x = jnp.roll(x, (-self.shift[0], -self.shift[1]), axis=(1, 2))
-        mask = shift_mask((height, width), self.window, self.shift) if shifted else None
-        y = WindowAttention(self.num_heads, self.window, self.dtype, self.param_dtype, name="attention")(
-            window_partition(x, self.window), mask)
-        y = window_merge(y, self.window, height, width)
-        return jnp.roll(y, self.shift, axis=(1, 2)) if shifted else y
-
     @nn.compact
     def __call__(self, x, droppath_rate=0.0):
         batch, height, width, channels = x.shape
         dtypes = dict(dtype=self.dtype, param_dtype=self.param_dtype)
-        y = self._attend(_norm("LayerNorm_0", **dtypes)(x))
+        y = _norm("LayerNorm_0", **dtypes)(x)
+        y = WindowAttention(self.num_heads, self.window, self.shift, name="attention", **dtypes)(y)
         y = nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
         x = x + DropPath(self.deterministic)(y, droppath_rate)
         # The MLP acts on each token alone; as a sequence, its activations carry the ViT's logical names.
@@ -187,22 +187,29 @@ class SwinBlock(nn.Module):
         return x.reshape(batch, height, width, channels)
 
 
-class PatchMerging(nn.Module):
-    """[b, H, W, c] -> [b, H/2, W/2, 2c]: each 2x2 neighbourhood concatenated, LayerNorm, Linear 4c -> 2c.
+def merge_neighbours(x):
+    """[b, H, W, c] -> [b, H/2, W/2, 4c]: each 2x2 neighbourhood's channels concatenated in the
+    reference's order x0 = (row 0, col 0), x1 = (1, 0), x2 = (0, 1), x3 = (1, 1)."""
+    batch, height, width, channels = x.shape
+    # [b, H/2, row, W/2, col, c] -> [b, H/2, W/2, col, row, c]: the column offset major, as x0..x3 are.
+    x = x.reshape(batch, height // 2, 2, width // 2, 2, channels).transpose(0, 1, 3, 4, 2, 5)
+    return x.reshape(batch, height // 2, width // 2, 4 * channels)
 
-    The four neighbours go in the reference's order x0 = (row 0, col 0), x1 = (1, 0), x2 = (0, 1),
-    x3 = (1, 1), so its weights apply. The reduction is a 2x2 stride-2 convolution flattened, hence
-    the kernel's logical names ('conv_in', 'embed': the next stage's width); it has no bias.
+
+class PatchMerging(nn.Module):
+    """[b, H, W, c] -> [b, H/2, W/2, 2c]: each 2x2 neighbourhood concatenated (`merge_neighbours`, in
+    the reference's order, so its weights apply), LayerNorm, Linear 4c -> 2c without bias.
+
+    The reduction is a 2x2 stride-2 convolution flattened, hence its kernel's logical names: 'conv_in',
+    and 'embed' for the next stage's width.
     """
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, x):
-        batch, height, width, channels = x.shape
-        # [b, H/2, row, W/2, col, c] -> [b, H/2, W/2, col, row, c]: column offset major, as x0..x3 are.
-        x = x.reshape(batch, height // 2, 2, width // 2, 2, channels).transpose(0, 1, 3, 4, 2, 5)
-        x = _norm("norm", self.dtype, self.param_dtype)(x.reshape(batch, height // 2, width // 2, 4 * channels))
+        channels = x.shape[-1]
+        x = _norm("norm", self.dtype, self.param_dtype)(merge_neighbours(x))
         return nn.Dense(2 * channels, use_bias=False, dtype=self.dtype, param_dtype=self.param_dtype,
                         kernel_init=nn.with_logical_partitioning(nn.initializers.xavier_uniform(),
                                                                  ("conv_in", "embed")), name="reduction")(x)
