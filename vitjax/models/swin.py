@@ -266,7 +266,8 @@ def valid_sizes(size: int, patch: int, window: int, stages: int, count: int = 4)
     """Up to `count` image sides below `size` and `count` above it that need no padding."""
     valid = lambda s: _axis_plan(s, patch, window, stages) is not None  # noqa: E731
     below = [s for s in range(patch, size + 1, patch) if valid(s)][-count:]
-    limit = max(4 * size, patch * window * 2 ** stages * count)  # past it, nothing not already seen
+    # Every multiple of patch * window * 2^(stages - 1) is valid, so `count` of them lie below the limit.
+    limit = size + count * patch * window * 2 ** (stages - 1)
     above = [s for s in range((size // patch + 1) * patch, limit + 1, patch) if valid(s)][:count]
     return below + above
 
@@ -318,6 +319,9 @@ class Swin(nn.Module):
         """Each stage's resolution, window and shift for `height` x `width` images; ValueError naming
         the sizes that work where these would need padding."""
         size = self.dims()
+        if self.patch_size <= 0 or self.window_size <= 0:
+            raise ValueError(f"Swin needs a positive patch_size and window_size; got {self.patch_size} and "
+                             f"{self.window_size}")
         plans = []
         for side, name in ((height, "height"), (width, "width")):
             plan = _axis_plan(side, self.patch_size, self.window_size, len(size.depths))
