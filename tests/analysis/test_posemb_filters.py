@@ -61,6 +61,9 @@ def test_first_layer_kernels():
     model, params = tiny.vit()
     kernel, description = filters.first_layer_kernel(model, params)
     assert kernel.shape == (4, 4, 3, 16) and "patch-embedding" in description
+    model, params = tiny.swin()
+    kernel, description = filters.first_layer_kernel(model, params)
+    assert kernel.shape == (2, 2, 3, 16) and "patch-embedding" in description
     model, params = tiny.bit()
     kernel, description = filters.first_layer_kernel(model, params)
     assert kernel.shape == (3, 3, 3, 64) and "BiT root" in description

@@ -100,6 +100,16 @@ def test_bit_gets_a_clear_message_and_its_root_filters(tmp_path):
     _check_files(result)
 
 
+def test_swin_gets_its_patch_filters_and_a_clear_message_for_the_vit_analyses(tmp_path):
+    model, params = tiny.swin()
+    result = run.analyze(model, params, tiny.images(3), str(tmp_path))
+    assert set(result["written"]) == {"filter_pca"}
+    for name in ALL - {"filter_pca"}:
+        assert "is written for the ViT" in result["skipped"][name], result["skipped"]
+        assert "Swin has neither" in result["skipped"][name], result["skipped"]
+    _check_files(result)
+
+
 def _minimal_workdir(path, posemb="learned"):
     """A workdir as the trainer leaves it: config.json and checkpoints/<step>/state holding {'params', ...}."""
     from vitjax import rundir

@@ -47,5 +47,13 @@ def bit():
     return model, random_params(model)
 
 
+@functools.lru_cache(maxsize=None)
+def swin():
+    """A Swin of width 16, patch 2, window 4 on 16x16 images (8x8 then 4x4 maps), with random parameters (cached)."""
+    model = build("swin", NUM_CLASSES, variant=None, patch_size=2, window_size=4, embed_dim=16, depths=(2, 2),
+                  num_heads=(2, 4))
+    return model, random_params(model)
+
+
 def images(count=3, seed=0):
     return np.random.default_rng(seed).uniform(-1, 1, size=(count, *IMAGE_SHAPE)).astype(np.float32)

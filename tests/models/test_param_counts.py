@@ -1,4 +1,4 @@
-"""Parameter counts (224x224 inputs, 1000 classes) equal timm's for the same architectures.
+"""Parameter counts (224x224 inputs, 1000 classes) of ViT, BiT and Swin equal timm's for the same architectures.
 
 timm (a test extra) builds each published model on PyTorch's meta device: shapes only, nothing
 allocated or initialised, so even ViT-H/14 costs a fraction of a second. vitjax counts with
@@ -51,3 +51,16 @@ def test_bit_r50x1_count_equals_timms():
 def test_r50_vit_b16_hybrid_count_equals_timms():
     # timm's R50+ViT-B/16 hybrid: a ResNet-v2 stem of 3 stages (3, 4, 9 units), stride 16 overall.
     assert count(models.ViT(num_classes=1000, variant="B/16", resnet="R50")) == timm_count("vit_base_r50_s16_224")
+
+
+# Swin at 224x224, patch 4, window 7 (the published models); the counts as timm 1.0.31 reports them.
+SWIN = {"T": ("swin_tiny_patch4_window7_224", 28_288_354), "S": ("swin_small_patch4_window7_224", 49_606_258),
+        "B": ("swin_base_patch4_window7_224", 87_768_224)}
+
+
+@pytest.mark.parametrize("variant", list(SWIN))
+def test_swin_counts_equal_timms(variant):
+    name, total = SWIN[variant]
+    counted = count(models.Swin(num_classes=1000, variant=variant))
+    assert counted == timm_count(name)
+    assert counted[0] == total

@@ -75,10 +75,13 @@ def _rounded(array, digits=6):
 # --- One section a figure ----------------------------------------------------------------------
 
 def _vit_only(model, what: str) -> None:
-    from vitjax.models import ViT
-    if not isinstance(model, ViT):
+    from vitjax.models import BiT, ViT
+    if isinstance(model, BiT):
         raise NotApplicable(f"{type(model).__name__} is a ResNet with no attention layers and no position "
                             f"embeddings, so {what} does not apply")
+    if not isinstance(model, ViT):
+        raise NotApplicable(f"{what} is written for the ViT (global attention over patches, a position "
+                            f"embedding); {type(model).__name__} has neither, so it is not made")
 
 
 def _grid(model, image_shape) -> tuple[tuple[int, int], int]:

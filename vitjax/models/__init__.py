@@ -1,12 +1,13 @@
-"""Model families: ViT (and the R50+ViT hybrid) and BiT ResNet-v2, as flax.linen modules."""
+"""Model families: ViT (and the R50+ViT hybrid), BiT ResNet-v2 and Swin, as flax.linen modules."""
 import jax.numpy as jnp
 
 from vitjax.models.bit import BiT
+from vitjax.models.swin import Swin
 from vitjax.models.vit import ViT
 
-FAMILIES = {"vit": ViT, "bit": BiT}
+FAMILIES = {"vit": ViT, "bit": BiT, "swin": Swin}
 
-__all__ = ["BiT", "ViT", "FAMILIES", "build"]
+__all__ = ["BiT", "Swin", "ViT", "FAMILIES", "build"]
 
 
 def build(name: str, num_classes: int, *, dtype: str = "float32", param_dtype: str = "float32", **kwargs):
