@@ -40,7 +40,7 @@ STRENGTHS = {
 VIT_ONLY = {"light": {"model.dropout_rate": 0.0, "model.droppath_rate": 0.05},
             "medium": {"model.dropout_rate": 0.1, "model.droppath_rate": 0.1},
             "heavy": {"model.dropout_rate": 0.1, "model.droppath_rate": 0.2}}
-CHOSEN = {"vit": None, "bit": None}  # set from part tune's validation accuracies, with its table
+CHOSEN = {"vit": "light", "bit": "light"}  # part tune, best validation accuracy: experiments/results/regularisation_tune
 
 
 def regularisation(family: str, strength: str) -> dict:
