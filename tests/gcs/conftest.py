@@ -96,6 +96,15 @@ def _create_bucket(endpoint: str, process: subprocess.Popen) -> None:
     raise RuntimeError(f"the GCS emulator did not answer on {endpoint} within 60 s")
 
 
+def _forget_epath_backend() -> None:
+    """Makes etils.epath read EPATH_USE_TF again. It decides once per process whether TensorFlow's gfile
+    serves gs:// (`gpath._is_tf_installed`, a functools.cache consulted by every epath path, local ones
+    too), so in a full test session an earlier test had already chosen TensorFlow, whose built-in endpoints
+    cannot reach the emulator, before this fixture set EPATH_USE_TF=false."""
+    from etils.epath import gpath
+    gpath._is_tf_installed.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def gcs(tmp_path_factory):
     """gs://vitjax-test on an emulator at 127.0.0.1, with os.environ pointing every client there (and
@@ -114,10 +123,12 @@ def gcs(tmp_path_factory):
         _create_bucket(endpoint, process)
         os.environ.update(emulator_env(endpoint))
         fsspec.config.set_conf_env(fsspec.config.conf)  # fsspec read its FSSPEC_* variables when imported
+        _forget_epath_backend()
         yield f"gs://{BUCKET}"
     finally:
         os.environ.clear()
         os.environ.update(saved)
         fsspec.config.conf.pop("gcs", None)
+        _forget_epath_backend()
         process.terminate()
         process.wait(timeout=30)
