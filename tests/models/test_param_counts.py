@@ -51,3 +51,17 @@ def test_bit_r50x1_count_equals_timms():
 def test_r50_vit_b16_hybrid_count_equals_timms():
     # timm's R50+ViT-B/16 hybrid: a ResNet-v2 stem of 3 stages (3, 4, 9 units), stride 16 overall.
     assert count(models.ViT(num_classes=1000, variant="B/16", resnet="R50")) == timm_count("vit_base_r50_s16_224")
+
+
+DEIT_DISTILLED = {"Ti/16": ("deit_tiny_distilled_patch16_224", 5_910_800),
+                  "S/16": ("deit_small_distilled_patch16_224", 22_436_432),
+                  "B/16": ("deit_base_distilled_patch16_224", 87_338_192)}
+
+
+@pytest.mark.parametrize("variant", list(DEIT_DISTILLED))
+def test_distilled_deit_counts_equal_timms(variant):
+    """A distillation token (one more token, one more position embedding) and its own head."""
+    name, total = DEIT_DISTILLED[variant]
+    model = models.ViT(num_classes=1000, variant=variant, distillation_token=True)
+    assert count(model) == timm_count(name)
+    assert count(model)[0] == total
