@@ -12,13 +12,14 @@ the runs made before objectives existed.
 import dataclasses
 from typing import Any
 
+import flax
 import flax.linen as nn
 import jax
 
 
-@dataclasses.dataclass(frozen=True)
+@flax.struct.dataclass
 class StepInfo:
-    """What a loss may know about the step it is part of (traced values)."""
+    """What a loss may know about the step it is part of (traced values; a pytree)."""
     step: jax.Array  # optimiser updates made before this step (int32 scalar): schedules inside a loss
 
 

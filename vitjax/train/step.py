@@ -124,7 +124,7 @@ def _accumulator(grad_fn, grad_accum_steps: int):
             return jax.tree.map(jnp.add, carry, out), None
 
         first = jax.tree.map(lambda x: x[0], micro)
-        shapes = jax.eval_shape(lambda p, e, b, r: one(p, e, b, r, info), params, extra, first, rng)
+        shapes = jax.eval_shape(one, params, extra, first, rng, info)
         zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
         sums, _ = jax.lax.scan(body, zeros, (jnp.arange(grad_accum_steps), micro))
         return jax.tree.map(lambda total: total / grad_accum_steps, sums)
