@@ -66,6 +66,15 @@ def to_official(model_or_state_dict: Any, num_heads: int | None = None) -> dict[
     return out
 
 
+# (kind, timm name, official name) of the norm and dense layers of an encoder block (names relative to
+# the block) and of the MAP head: one table for both directions.
+_BLOCK_LAYERS = (("norm", "norm1", "LayerNorm_0"), ("norm", "norm2", "LayerNorm_2"),
+                 ("dense", "mlp.fc1", "MlpBlock_3/Dense_0"), ("dense", "mlp.fc2", "MlpBlock_3/Dense_1"))
+_MAP_LAYERS = (("norm", "attn_pool.norm", "MAPHead_0/LayerNorm_0"),
+               ("dense", "attn_pool.mlp.fc1", "MAPHead_0/MlpBlock_0/Dense_0"),
+               ("dense", "attn_pool.mlp.fc2", "MAPHead_0/MlpBlock_0/Dense_1"))
+
+
 class _Reader:
     def __init__(self, sd: Mapping[str, np.ndarray]):
         self.sd, self.used = sd, set()
@@ -141,21 +150,18 @@ def _vit(sd, num_heads):
     depth = len({int(m.group(1)) for k in sd if (m := re.match(r"^blocks\.(\d+)\.", k))})
     for i in range(depth):
         src, dst = f"blocks.{i}.", f"Transformer/encoderblock_{i}/"
-        _norm(get, f"{src}norm1", out, f"{dst}LayerNorm_0")
         _attention(get, f"{src}attn.", out, f"{dst}MultiHeadDotProductAttention_1", num_heads,
                    None, None, "qkv")
-        _norm(get, f"{src}norm2", out, f"{dst}LayerNorm_2")
-        _dense(get, f"{src}mlp.fc1", out, f"{dst}MlpBlock_3/Dense_0")
-        _dense(get, f"{src}mlp.fc2", out, f"{dst}MlpBlock_3/Dense_1")
+        for kind, timm_name, name in _BLOCK_LAYERS:
+            (_norm if kind == "norm" else _dense)(get, f"{src}{timm_name}", out, f"{dst}{name}")
     if "norm.weight" in get:
         _norm(get, "norm", out, "Transformer/encoder_norm")
     if "attn_pool.latent" in get:
         out["MAPHead_0/probe"] = get("attn_pool.latent")
         _attention(get, "attn_pool.", out, "MAPHead_0/MultiHeadDotProductAttention_0", num_heads,
                    "q", "kv", None)
-        _norm(get, "attn_pool.norm", out, "MAPHead_0/LayerNorm_0")
-        _dense(get, "attn_pool.mlp.fc1", out, "MAPHead_0/MlpBlock_0/Dense_0")
-        _dense(get, "attn_pool.mlp.fc2", out, "MAPHead_0/MlpBlock_0/Dense_1")
+        for kind, timm_name, name in _MAP_LAYERS:
+            (_norm if kind == "norm" else _dense)(get, timm_name, out, name)
     for head in ("head", "head_dist"):
         if f"{head}.weight" in get:
             _dense(get, head, out, head)
@@ -286,18 +292,15 @@ def _vit_to_timm(official, num_heads: int) -> dict[str, np.ndarray]:
     depth = len({m.group(1) for k in official if (m := re.match(r"^Transformer/encoderblock_(\d+)/", k))})
     for i in range(depth):
         src, dst = f"Transformer/encoderblock_{i}/", f"blocks.{i}."
-        _torch_norm(out, f"{dst}norm1", a, f"{src}LayerNorm_0")
         _torch_attention(out, f"{dst}attn", a, f"{src}MultiHeadDotProductAttention_1", fused=True)
-        _torch_norm(out, f"{dst}norm2", a, f"{src}LayerNorm_2")
-        _torch_dense(out, f"{dst}mlp.fc1", a, f"{src}MlpBlock_3/Dense_0")
-        _torch_dense(out, f"{dst}mlp.fc2", a, f"{src}MlpBlock_3/Dense_1")
+        for kind, timm_name, name in _BLOCK_LAYERS:
+            (_torch_norm if kind == "norm" else _torch_dense)(out, f"{dst}{timm_name}", a, f"{src}{name}")
     _torch_norm(out, "norm", a, "Transformer/encoder_norm")
     if "MAPHead_0/probe" in a:
         out["attn_pool.latent"] = a.take("MAPHead_0/probe")
         _torch_attention(out, "attn_pool", a, "MAPHead_0/MultiHeadDotProductAttention_0", fused=False)
-        _torch_norm(out, "attn_pool.norm", a, "MAPHead_0/LayerNorm_0")
-        _torch_dense(out, "attn_pool.mlp.fc1", a, "MAPHead_0/MlpBlock_0/Dense_0")
-        _torch_dense(out, "attn_pool.mlp.fc2", a, "MAPHead_0/MlpBlock_0/Dense_1")
+        for kind, timm_name, name in _MAP_LAYERS:
+            (_torch_norm if kind == "norm" else _torch_dense)(out, timm_name, a, name)
     for head in ("head", "head_dist"):
         if f"{head}/kernel" in a:
             _torch_dense(out, head, a, head)
