@@ -85,6 +85,18 @@ def base() -> ml_collections.ConfigDict:
     c.grad_clip_norm = 1.0  # 0 disables
     c.label_smoothing = 0.0
     c.grad_accum_steps = 1  # micro-batches per step; the step still updates once on batch_size examples
+
+    # What the step optimises (vitjax/objectives): 'supervised' (cross-entropy against the labels) or
+    # 'distillation' (DeiT: a student with model.distillation_token learns from a frozen teacher too).
+    c.objective = "supervised"
+    c.distillation = ml_collections.ConfigDict(dict(
+        teacher="",  # a vitjax run directory (or one of its checkpoints), or an official .npz
+        type="hard",  # 'hard': the teacher's argmax as the distillation head's label; 'soft': KL at temperature
+        temperature=1.0,  # soft only: T; the KL term is scaled by T^2
+        alpha=0.5,  # weight of the distillation term; the labels' term gets 1 - alpha
+        model_name="",  # an .npz teacher's model family ('vit' | 'bit'); a run's comes from its config.json
+        model=ml_collections.ConfigDict(),  # an .npz teacher's model arguments, e.g. variant='B/16'
+    ))
     c.nan_policy = "stop"  # 'stop': error naming the step and last good checkpoint; 'skip': drop the update
 
     # Devices: mesh axis sizes (-1: the rest) and the sharding preset (vitjax/parallel.py). dcn_data > 1:

@@ -64,3 +64,17 @@ def test_swin_counts_equal_timms(variant):
     counted = count(models.Swin(num_classes=1000, variant=variant))
     assert counted == timm_count(name)
     assert counted[0] == total
+
+
+DEIT_DISTILLED = {"Ti/16": ("deit_tiny_distilled_patch16_224", 5_910_800),
+                  "S/16": ("deit_small_distilled_patch16_224", 22_436_432),
+                  "B/16": ("deit_base_distilled_patch16_224", 87_338_192)}
+
+
+@pytest.mark.parametrize("variant", list(DEIT_DISTILLED))
+def test_distilled_deit_counts_equal_timms(variant):
+    """A distillation token (one more token, one more position embedding) and its own head."""
+    name, total = DEIT_DISTILLED[variant]
+    model = models.ViT(num_classes=1000, variant=variant, distillation_token=True)
+    assert count(model) == timm_count(name)
+    assert count(model)[0] == total

@@ -91,3 +91,9 @@ def test_every_accepted_name_builds():
         optimizer.make_optimizer(config, optimizer.learning_rate_schedule(config, 10, 2))
     for name in validate.DTYPES:
         assert models.build("vit", 4, dtype=name, **config.model).dtype == jnp.dtype(name)
+
+
+def test_every_accepted_objective_is_registered():
+    from vitjax import objectives
+
+    assert set(validate.OBJECTIVES) == set(objectives.OBJECTIVES)

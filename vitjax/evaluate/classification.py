@@ -8,11 +8,15 @@ import optax
 from vitjax import data, parallel
 
 
-def make_eval_step(model):
-    """Returns eval_step(params, batch) -> summed correct predictions, loss and valid examples."""
+def make_eval_step(model, logits=None):
+    """Returns eval_step(params, batch) -> summed correct predictions, loss and valid examples.
+
+    `logits(params, images)` gives the scored logits (default: the model at inference; the trainer
+    passes its objective's `eval_logits`)."""
+    logits_of = logits or (lambda params, images: model.apply({"params": params}, images, train=False))
 
     def eval_step(params, batch):
-        logits = model.apply({"params": params}, batch["image"], train=False)
+        logits = logits_of(params, batch["image"])
         mask = batch["mask"].astype(jnp.float32)
         correct = (jnp.argmax(logits, -1) == batch["label"]).astype(jnp.float32)
         labels = jax.nn.one_hot(batch["label"], logits.shape[-1])
@@ -27,16 +31,16 @@ class Evaluator:
 
     The last batch is padded with masked rows, so every example counts once whatever the batch size.
     `batch_size` is rounded up to a multiple of the devices and processes a batch is split over (500
-    on 8 devices: 504), so any eval_batch_size works on any mesh.
+    on 8 devices: 504), so any eval_batch_size works on any mesh. `logits`: see `make_eval_step`.
     """
 
     def __init__(self, model, data_config, *, batch_size: int, mesh, params_sharding, split: str | None = None,
-                 compiler_options: dict | None = None):
+                 compiler_options: dict | None = None, logits=None):
         self._data_config = data_config
         self._split = split or data_config.test_split
         self._batch_size = _padded(batch_size, math.lcm(parallel.data_parallel_size(mesh), jax.process_count()))
         self._batch_sharding = parallel.batch_sharding(mesh)
-        self._step = jax.jit(make_eval_step(model), in_shardings=(params_sharding, self._batch_sharding),
+        self._step = jax.jit(make_eval_step(model, logits), in_shardings=(params_sharding, self._batch_sharding),
                              out_shardings=parallel.replicated(mesh), compiler_options=compiler_options or None)
 
     def __call__(self, params) -> dict:

@@ -4,7 +4,8 @@ Formats (flat `.npz`, keys joined with '/'):
 - ViT (google-research/vision_transformer): `embedding/{kernel,bias}`, `cls`,
   `Transformer/posembed_input/pos_embedding`, `Transformer/encoderblock_{i}/{LayerNorm_0,
   MultiHeadDotProductAttention_1/{query,key,value,out}, LayerNorm_2, MlpBlock_3/{Dense_0,Dense_1}}`,
-  `Transformer/encoder_norm`, optional `pre_logits`, `head`, `MAPHead_0/...`. These are the pre-Linen
+  `Transformer/encoder_norm`, optional `pre_logits`, `head`, `MAPHead_0/...`; DeiT's distilled models
+  add `dist` (the distillation token, after `cls` in the position embedding) and `head_dist`. These are the pre-Linen
   names; our Linen tree calls the block's sub-layers `MultiHeadDotProductAttention_0`, `LayerNorm_1`
   and `MlpBlock_0`. big_vision files (Linen names, blocks stacked under `Transformer/encoderblock`,
   `pos_embedding` at the top, optional `params/` prefix) are read as well.
@@ -296,6 +297,11 @@ def _as_hw(image_size) -> tuple[int, int]:
     return image_size
 
 
+def _num_prefix(keys) -> int:
+    """Position-embedding entries before the patch grid: the CLS token's, and the distillation token's."""
+    return int("cls" in keys) + int("dist" in keys)
+
+
 def _checkpoint_grid(ckpt, num_prefix):
     table = ckpt.get(_POSEMB)
     if table is None:
@@ -353,7 +359,7 @@ def load(path, model, image_size=None, *, channels: int | None = None, adapt_cha
     source = f"{path!r}" if not isinstance(path, Mapping) else "the given arrays"
     family, ckpt = _read_of_the_models_family(path, model, source)
     channels = _fit_channels(ckpt, family, channels, adapt_channels, verbose)
-    num_prefix = 1 if "cls" in ckpt else 0
+    num_prefix = _num_prefix(ckpt)
     if image_size is None:
         image_size = _checkpoint_image_size(ckpt, family, model, num_prefix, source)
     image_size = _as_hw(image_size)
@@ -432,7 +438,7 @@ def _fit_head(ckpt, expected, model, *, after_dropped_pre_logits: bool) -> str |
     """Re-initialises the head in `ckpt` for another number of classes, for none in the file, or behind
     a dropped pre-logits layer; returns the note saying so, or None."""
     note = None
-    for name in ("head/kernel", "head/bias"):
+    for name in ("head/kernel", "head/bias", "head_dist/kernel", "head_dist/bias"):
         want, have = expected.get(name), ckpt.get(name)
         if want is None or (have is not None and have.shape == want.shape):
             continue
@@ -454,7 +460,7 @@ def _resize_position_embedding(ckpt, expected, model, image_size, num_prefix: in
     old_grid = _checkpoint_grid(ckpt, num_prefix)
     _, patch = model.dims()
     new_grid = (image_size[0] // patch, image_size[1] // patch)
-    want_prefix = 1 if "cls" in expected else 0
+    want_prefix = _num_prefix(expected)
     if old_grid is None or want_prefix != num_prefix or want.shape[1] != num_prefix + new_grid[0] * new_grid[1]:
         return None
     ckpt[_POSEMB] = posemb_lib.resize_grid(have, new_grid, num_prefix, old_grid)
@@ -490,9 +496,9 @@ def _report(ckpt, expected, model, image_size, source: str, notes: list[str], ve
 
 def _network_order(key):
     """Input side first (embedding, stem), then blocks in numeric order, then the final norm and heads."""
-    if key.startswith(("embedding/", "cls", "root_conv/", "conv_root/", "gn_root/")):
+    if key.startswith(("embedding/", "cls", "dist", "root_conv/", "conv_root/", "gn_root/")):
         group = 0
-    elif key.startswith(("Transformer/encoder_norm/", "norm/", "MAPHead_0/", "pre_logits/", "head/")):
+    elif key.startswith(("Transformer/encoder_norm/", "norm/", "MAPHead_0/", "pre_logits/", "head/", "head_dist/")):
         group = 2
     else:
         group = 1

@@ -5,6 +5,11 @@ stride P); a learned CLS token is prepended, position embeddings added, and the 
 a pre-norm transformer encoder. The head reads the CLS token ("tok"), the mean of the patch tokens
 ("gap"), or a learned probe that attends over them ("map", multihead attention pooling).
 In the hybrid, the patches are taken from ResNet feature maps instead of pixels.
+
+DeiT's distilled models (Touvron et al. 2021, `distillation_token=True`) add a second learned token
+beside CLS, read by a head of its own (`head_dist`) that learns from a teacher's predictions
+(vitjax/objectives/distillation.py); in training the model returns both heads' logits, at inference
+their average.
 """
 import dataclasses
 import re
@@ -113,6 +118,10 @@ class ViT(nn.Module):
     default Fashion-MNIST model; when it applies: `last_block_rows`). False computes every row, as
     timm does.
     `kernels`: hand-written kernels to use (vitjax/models/kernels.py); none by default.
+    `distillation_token` (DeiT; token pooling only): a `dist` token after CLS, covered by the position
+    embedding like CLS, and its own zero-initialised head `head_dist`. With it the model returns
+    (CLS logits, distillation logits) when `train=True` and their mean when `train=False`, as timm's
+    distilled DeiT does in distilled training and in eval.
     """
     num_classes: int
     variant: str | None = None
@@ -136,6 +145,7 @@ class ViT(nn.Module):
     remat_policy: str | None = None
     attention_implementation: Implementation = "auto"
     kernels: tuple[str, ...] = ()
+    distillation_token: bool = False
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
 
@@ -152,17 +162,22 @@ class ViT(nn.Module):
         size = Size(*(getattr(self, f.name) or getattr(size, f.name) for f in dataclasses.fields(Size)))
         return size, self.patch_size or patch
 
-    def last_block_rows(self, *, recording_intermediates: bool = False) -> int | None:
-        """How many rows (tokens) the last encoder block computes: 1, the CLS row, or None for every row.
+    def num_prefix_tokens(self) -> int:
+        """Tokens before the patch grid: CLS (token pooling), then the distillation token (DeiT)."""
+        return int(self.pool == "tok") + int(self.distillation_token)
 
-        Token pooling reads the CLS row alone, so with `cls_only_last_block` the last block computes
-        only that one; but not in a scanned stack (its blocks are one module), nor while intermediates
+    def last_block_rows(self, *, recording_intermediates: bool = False) -> int | None:
+        """How many rows (tokens) the last encoder block computes: the prefix rows (CLS, and the
+        distillation token), or None for every row.
+
+        Token pooling reads the prefix rows alone, so with `cls_only_last_block` the last block computes
+        only those; but not in a scanned stack (its blocks are one module), nor while intermediates
         are recorded (attention maps should show every query). FLOP counts ask this too.
         """
         if (self.pool != "tok" or not self.cls_only_last_block or self.scan
                 or recording_intermediates):
             return None
-        return 1
+        return self.num_prefix_tokens()
 
     def check_input_shape(self, image_shape) -> None:
         """Raises ValueError for inputs this configuration cannot take (no compilation needed)."""
@@ -180,6 +195,9 @@ class ViT(nn.Module):
                 f"patch size that divides {height} and {width}")
         if self.pool not in ("tok", "gap", "map"):
             raise ValueError(f"unknown pool {self.pool!r}; choose 'tok' (CLS token), 'gap' or 'map'")
+        if self.distillation_token and self.pool != "tok":
+            raise ValueError(f"distillation_token=True needs pool='tok' (the distillation token sits beside "
+                             f"the CLS token, and the heads read both); got pool={self.pool!r}")
         if self.posemb not in POSEMB_KINDS:
             raise ValueError(f"unknown posemb {self.posemb!r}; choose one of {POSEMB_KINDS}")
         if self.resnet is not None:
@@ -203,12 +221,8 @@ class ViT(nn.Module):
         batch, rows, cols, width = x.shape
         x = jnp.reshape(x, (batch, rows * cols, width))
 
-        num_prefix = 0
-        if self.pool == "tok":
-            cls = self.param("cls", nn.with_logical_partitioning(nn.initializers.zeros, (None, None, "embed")),
-                             (1, 1, width), self.param_dtype)
-            x = jnp.concatenate([jnp.broadcast_to(cls.astype(x.dtype), (batch, 1, width)), x], axis=1)
-            num_prefix = 1
+        x = self._prepend_tokens(x)
+        num_prefix = self.num_prefix_tokens()
 
         output_tokens = self.last_block_rows(
             recording_intermediates=self.is_mutable_collection("intermediates"))
@@ -224,12 +238,33 @@ class ViT(nn.Module):
         )(x, train=train)
 
         if self.pool == "tok":
-            x = x[:, 0]
+            x = x[:, :num_prefix]  # [b, 1, width], or [b, 2, width] with the distillation token
         elif self.pool == "gap":
-            x = jnp.mean(x, axis=1)
+            x = jnp.mean(x, axis=1, keepdims=True)
         else:
-            x = MAPHead(size.num_heads, size.mlp_dim, name="MAPHead_0", **dtypes)(x)
+            x = MAPHead(size.num_heads, size.mlp_dim, name="MAPHead_0", **dtypes)(x)[:, None]
+        return self._heads(x, train)
 
+    def _token(self, name: str, init, width: int, batch: int, dtype):
+        """A learned [1, 1, width] token parameter, broadcast to [batch, 1, width]."""
+        token = self.param(name, nn.with_logical_partitioning(init, (None, None, "embed")), (1, 1, width),
+                           self.param_dtype)
+        return jnp.broadcast_to(token.astype(dtype), (batch, 1, width))
+
+    def _prepend_tokens(self, x):
+        """[b, patches, width] -> [b, prefix + patches, width]: CLS first, then the distillation token."""
+        if self.pool != "tok":
+            return x
+        batch, _, width = x.shape
+        tokens = [self._token("cls", nn.initializers.zeros, width, batch, x.dtype)]
+        if self.distillation_token:
+            # Not zeros like CLS: a random start keeps the two tokens apart from the first step (as timm's).
+            tokens.append(self._token("dist", nn.initializers.truncated_normal(0.02), width, batch, x.dtype))
+        return jnp.concatenate([*tokens, x], axis=1)
+
+    def _heads(self, x, train: bool):
+        """Logits from the pooled rows [b, rows, width]: one row, or CLS and distillation rows."""
+        dtypes = dict(dtype=self.dtype, param_dtype=self.param_dtype)
         if self.representation_size is not None:
             # One 'params' variable holding {kernel, bias} rather than an nn.Dense child: the parameter
             # path is the official `pre_logits/{kernel,bias}`, and the name stays free for the sow
@@ -238,7 +273,13 @@ class ViT(nn.Module):
                                self.param_dtype)
             x, kernel, bias = nn.dtypes.promote_dtype(x, layer["kernel"], layer["bias"], dtype=self.dtype)
             x = jnp.tanh(x @ kernel + bias)
-        self.sow("intermediates", "pre_logits", x)
+        # With the distillation token, the features are the mean of both rows (timm's pre_logits).
+        self.sow("intermediates", "pre_logits", jnp.mean(x, axis=1))
         head_init = nn.initializers.zeros if self.head_zero_init else nn.initializers.lecun_normal()
-        logits = nn.Dense(self.num_classes, kernel_init=head_init, name="head", **dtypes)(x)
-        return logits.astype(jnp.float32)
+        logits = nn.Dense(self.num_classes, kernel_init=head_init, name="head", **dtypes)(x[:, 0])
+        logits = logits.astype(jnp.float32)
+        if not self.distillation_token:
+            return logits
+        logits_dist = nn.Dense(self.num_classes, kernel_init=head_init, name="head_dist", **dtypes)(x[:, 1])
+        logits_dist = logits_dist.astype(jnp.float32)
+        return (logits, logits_dist) if train else (logits + logits_dist) / 2

@@ -35,7 +35,8 @@ def evaluate_workdir(workdir: str, checkpoint: str | None = None) -> dict:
             raise FileNotFoundError(f"no checkpoint in {chosen.checkpoint_dir}")
         state, _ = restored
         evaluator = Evaluator(p.model, config.data, batch_size=config.eval_batch_size, mesh=p.mesh,
-                              params_sharding=spec.shardings.params, compiler_options=p.compiler_options)
+                              params_sharding=spec.shardings.params, compiler_options=p.compiler_options,
+                              logits=p.objective.eval_logits)
         metrics = evaluator(state.params)
     results = {"step": int(state.step), "test_accuracy": metrics["accuracy"], "test_loss": metrics["loss"]}
     rundir.write_json(run.run_dir, rundir.EVAL, results)

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import multihost_utils
 
-from vitjax import data, models, parallel, rundir, storage
+from vitjax import data, models, objectives, parallel, rundir, storage
 from vitjax.evaluate import classification
 from vitjax.train import best, checkpoint, flops, optimizer, profile, step as steps, validate
 from vitjax.train.init_from import load_pretrained
@@ -37,6 +37,7 @@ class Plan:
     rules: tuple
     model: nn.Module
     compiler_options: dict  # XLA options for each compilation of a step (jax.jit's compiler_options)
+    objective: objectives.Objective  # what the step optimises (config.objective), for `model`
 
 
 def plan(config) -> Plan:
@@ -69,8 +70,9 @@ def plan(config) -> Plan:
     # Tracing the model's init checks shapes (patch vs image size, heads vs width) without compiling.
     jax.eval_shape(lambda x: model.init(jax.random.key(0), x, train=False),
                    jax.ShapeDtypeStruct((1, *info.image_shape), jnp.float32))
+    objective = objectives.build(config, model, info)  # checks its settings (a teacher: its model, its classes)
     return Plan(info, total, warmup, mesh, parallel.rules_for(config.sharding), model,
-                dict(config.compiler_options))
+                dict(config.compiler_options), objective)
 
 
 @dataclasses.dataclass
@@ -91,7 +93,8 @@ def state_spec(config, p: Plan) -> StateSpec:
     dummy = jnp.zeros((1, *p.info.image_shape), jnp.float32)
 
     def init(key):
-        return steps.create_state(p.model.init(key, dummy, train=False)["params"], tx)
+        params = p.model.init(key, dummy, train=False)["params"]
+        return steps.create_state(params, tx, p.objective.init_extra(params, _extra_key(key)))
 
     with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
         abstract_boxed = jax.eval_shape(init, jax.random.key(0))
@@ -100,6 +103,11 @@ def state_spec(config, p: Plan) -> StateSpec:
                             nn.unbox(abstract_boxed), shardings)
     num_params = sum(math.prod(x.shape) for x in jax.tree.leaves(abstract.params))
     return StateSpec(tx, schedule, init, abstract, shardings, num_params)
+
+
+def _extra_key(init_key):
+    """The objective's key for its extra state: apart from the parameters' (which stay as they were)."""
+    return jax.random.fold_in(init_key, 1)
 
 
 def run_keys(seed: int):
@@ -132,8 +140,7 @@ def lower_train_step(config, p: Plan, spec: StateSpec, dropout_key):
         "labels": jax.ShapeDtypeStruct((config.batch_size, p.info.num_classes), jnp.float32,
                                        sharding=batch_sharding)}
     train_step = jax.jit(
-        steps.make_train_step(p.model, spec.tx, spec.schedule, label_smoothing=config.label_smoothing,
-                              grad_accum_steps=config.grad_accum_steps),
+        steps.make_step(p.objective, spec.tx, spec.schedule, grad_accum_steps=config.grad_accum_steps),
         in_shardings=(spec.shardings, batch_sharding, parallel.replicated(p.mesh)),
         out_shardings=(spec.shardings, parallel.replicated(p.mesh)),
         donate_argnums=(0,))
@@ -148,7 +155,7 @@ def train_step_flops(config, p: Plan, compiled, dropout_key) -> float:
     if not flops.has_loops(config):
         return flops.of(compiled) or 0.0
     twin_config, twin_model = flops.loop_free(config, p.model)
-    twin = dataclasses.replace(p, model=twin_model)
+    twin = dataclasses.replace(p, model=twin_model, objective=dataclasses.replace(p.objective, model=twin_model))
     lowered, _ = lower_train_step(twin_config, twin, state_spec(twin_config, twin), dropout_key)
     return flops.of(lowered) or 0.0
 
@@ -219,7 +226,7 @@ def _evaluator(config, p: Plan, spec: StateSpec, split: str | None = None) -> cl
     """Evaluates parameters on `split` (None: the test split)."""
     return classification.Evaluator(p.model, config.data, batch_size=config.eval_batch_size, mesh=p.mesh,
                                     params_sharding=spec.shardings.params, split=split,
-                                    compiler_options=p.compiler_options)
+                                    compiler_options=p.compiler_options, logits=p.objective.eval_logits)
 
 
 def _validation(config, p: Plan, spec: StateSpec, workdir: str) -> best.BestValidation | None:
@@ -278,7 +285,7 @@ def _lock(workdir: str) -> rundir.Lock | None:
 
 def _restore_or_initialise(config, p: Plan, spec: StateSpec, ckpt, init_key):
     """(train state, wall seconds of the earlier attempts): the newest good checkpoint's, or a new
-    state (with the parameters of `config.init_from` when set)."""
+    state (with the parameters of `config.init_from` when set, and the objective's loaded extra state)."""
     restored = ckpt.restore_latest(spec.abstract)
     if restored is not None:
         state, meta = restored
@@ -288,7 +295,12 @@ def _restore_or_initialise(config, p: Plan, spec: StateSpec, ckpt, init_key):
     if config.init_from:
         params = load_pretrained(config.init_from, p.model, p.info.image_shape)
         params = jax.device_put(params, spec.shardings.params)
-        state = jax.jit(lambda prm: steps.create_state(prm, spec.tx), out_shardings=spec.shardings)(params)
+        state = jax.jit(lambda prm: steps.create_state(
+            prm, spec.tx, nn.unbox(p.objective.init_extra(prm, _extra_key(init_key)))),
+            out_shardings=spec.shardings)(params)
+    loaded = p.objective.loaded_extra()  # e.g. a distillation teacher's parameters, read from disk
+    if loaded is not None:
+        state = state.replace(extra=jax.device_put(loaded, spec.shardings.extra))
     return state, 0.0
 
 

@@ -14,6 +14,7 @@ import os
 SCHEDULES = ("cosine", "linear", "constant")  # the decay after the warmup
 OPTIMIZERS = ("adam", "adamw", "sgd")
 NAN_POLICIES = ("stop", "skip")
+OBJECTIVES = ("supervised", "distillation")  # vitjax/objectives (its OBJECTIVES registry)
 DTYPES = ("float32", "bfloat16", "float16")  # compute dtypes; parameters stay float32
 REMOTE_SCHEMES = ("gs", "s3", "az")  # the object stores etils.epath reaches (vitjax/storage.py)
 
@@ -64,6 +65,7 @@ _RULES = (
     ("dtype", lambda name: name in DTYPES, _choice(DTYPES) + " (bfloat16 on accelerators)"),
     ("profile_steps", lambda text: _profile_window(text),
      "use 'START:STOP' with 0 <= START < STOP (steps START+1 to STOP are traced), e.g. '100:105', or '' for none"),
+    ("objective", lambda name: name in OBJECTIVES, _choice(OBJECTIVES)),
     ("nan_policy", lambda name: name in NAN_POLICIES,
      "nan_policy must be 'stop' or 'skip' ('stop' raises at the first non-finite loss, 'skip' drops such updates)"),
 )

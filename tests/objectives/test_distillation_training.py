@@ -1,0 +1,110 @@
+"""End to end: a tiny DeiT-style student distils from a tiny teacher run made here, resumes bit-exactly
+after an interruption, evaluates the mean of its two heads; bad distillation configs fail in plan,
+before anything is compiled or written."""
+import os
+import re
+import shutil
+
+import jax
+import numpy as np
+import pytest
+
+from tests.train import tiny_config
+from vitjax import rundir
+from vitjax.interop import npz
+from vitjax.train import trainer
+
+
+@pytest.fixture(scope="module")
+def teacher_run(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("teacher"))
+    trainer.train(tiny_config.get_config("steps=6"), workdir)
+    return workdir
+
+
+def _student_config(teacher, steps=10):
+    config = tiny_config.get_config(f"steps={steps}")
+    config.objective = "distillation"
+    config.model.distillation_token = True
+    config.distillation.teacher = teacher
+    config.checkpoint_every_steps = 5
+    return config
+
+
+def _losses(workdir):
+    return [(r["step"], r["loss"], r["loss_distillation"]) for r in rundir.read_metrics(workdir) if "loss" in r]
+
+
+def test_student_trains_resumes_bit_exactly_and_evaluates_the_mean_of_its_heads(teacher_run, tmp_path, capsys):
+    workdir = str(tmp_path / "student")
+    results = trainer.train(_student_config(teacher_run), workdir)
+    assert [s for s, _, _ in _losses(workdir)] == [5, 10]
+
+    # The teacher in the student's checkpoint is the teacher run's, unchanged by training.
+    state = rundir.read_checkpoint_params(workdir)  # the student's parameters
+    assert "head_dist" in state and "dist" in state
+    teacher = rundir.read_checkpoint_params(teacher_run)
+    saved = _saved_extra(workdir)
+    for (path, want), got in zip(jax.tree_util.tree_flatten_with_path(teacher)[0], jax.tree.leaves(saved)):
+        np.testing.assert_array_equal(got, want, err_msg=str(path))
+
+    # Interrupted after step 5's checkpoint: the resumed run ends exactly where the first one did.
+    copy = str(tmp_path / "copy")
+    shutil.copytree(workdir, copy)
+    os.remove(rundir.file_path(copy, rundir.RESULTS))
+    shutil.rmtree(rundir.step_dir(rundir.checkpoint_dir(copy), 10))
+    resumed = trainer.train(_student_config(teacher_run), copy)
+    assert "resuming from step 5" in capsys.readouterr().out
+    assert _losses(copy) == _losses(workdir)
+    assert (resumed["test_accuracy"], resumed["test_loss"]) == (results["test_accuracy"], results["test_loss"])
+    for got, want in zip(jax.tree.leaves(rundir.read_checkpoint_params(copy)), jax.tree.leaves(state)):
+        np.testing.assert_array_equal(got, want)
+
+    # Evaluation scores the mean of the two heads (the model at inference), as `vitjax eval` does too.
+    p = trainer.plan(_student_config(teacher_run))
+    images = np.random.default_rng(0).normal(size=(4, 16, 16, 3)).astype(np.float32)
+    cls, dist = p.model.apply({"params": state}, images, train=True)
+    np.testing.assert_allclose(p.objective.eval_logits(state, images), (cls + dist) / 2, rtol=1e-6, atol=1e-6)
+
+
+def _saved_extra(workdir):
+    """The extra state (the teacher's parameters) of the run's newest checkpoint, as host arrays."""
+    from vitjax import checkpoint_integrity as integrity
+
+    location = rundir.locate(workdir)
+    step = rundir.step_dir(location.checkpoint_dir, rundir.chosen_step(location))
+    tree = integrity.read_verified(os.path.join(step, rundir.STATE), os.path.join(step, rundir.META), "test")
+    return tree["extra"]["teacher"]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c, t: setattr(c.distillation, "teacher", ""), "objective='distillation' needs a teacher"),
+    (lambda c, t: setattr(c.distillation, "teacher", t + "/nowhere"), "does not exist"),
+    (lambda c, t: setattr(c.model, "distillation_token", False), "needs --config.model.distillation_token=true"),
+    (lambda c, t: setattr(c.data.synthetic, "num_classes", 6), "predicts 4 classes but the student's data has 6"),
+    (lambda c, t: setattr(c.distillation, "type", "medium"), "distillation.type='medium': choose 'hard' or 'soft'"),
+    (lambda c, t: setattr(c.distillation, "temperature", 0.0), "use a temperature > 0"),
+    (lambda c, t: setattr(c.distillation, "model_name", "vit"), "leave distillation.model_name empty"),
+    (lambda c, t: setattr(c, "objective", "supervised"), "model.distillation_token=true needs objective='distillation'"),
+    (lambda c, t: setattr(c, "objective", "dino"), "objective='dino': choose 'supervised' or 'distillation'"),
+])
+def test_bad_distillation_configs_fail_before_compiling(teacher_run, tmp_path, change, message):
+    config = _student_config(teacher_run)
+    change(config, teacher_run)
+    with pytest.raises((ValueError, FileNotFoundError), match=re.escape(message)):
+        trainer.train(config, str(tmp_path / "w"))
+    assert not rundir.exists(str(tmp_path / "w"), rundir.CONFIG)
+
+
+def test_npz_teacher_needs_its_model_and_loads_with_it(teacher_run, tmp_path):
+    path = npz.save(tmp_path / "teacher.npz", rundir.read_checkpoint_params(teacher_run))
+    config = _student_config(path)
+    with pytest.raises(ValueError, match=re.escape("set distillation.model_name ('vit' or 'bit')")):
+        trainer.plan(config)
+    config.distillation.model_name = "vit"
+    with config.distillation.model.unlocked():
+        config.distillation.model.update(dict(tiny_config.get_config().model))
+    objective = trainer.plan(config).objective
+    loaded = objective.loaded_extra()["teacher"]
+    for got, want in zip(jax.tree.leaves(loaded), jax.tree.leaves(rundir.read_checkpoint_params(teacher_run))):
+        np.testing.assert_array_equal(got, want)

@@ -1,0 +1,28 @@
+"""Objectives: what a train step optimises, as plug-ins the trainer picks by `config.objective`.
+
+    objective = objectives.build(config, model, data_info)   # trainer.plan does this
+    loss, metrics = objective.loss(params, extra, batch, rng, objectives.StepInfo(step))
+
+The interface is vitjax/objectives/base.py's `Objective`; vitjax/train/step.py runs any of them through
+one train step. Each objective's settings live in a config group of its own name (config.distillation).
+Adding one: a module here with an Objective subclass and its `from_config(config, model, info)`, an
+entry in OBJECTIVES, and its name in vitjax/train/validate.py's OBJECTIVES (checked before JAX starts).
+"""
+from vitjax.objectives.base import Objective, StepInfo
+from vitjax.objectives.distillation import Distillation
+from vitjax.objectives.losses import cross_entropy, kl_divergence
+from vitjax.objectives.supervised import Supervised
+
+OBJECTIVES = {"supervised": Supervised, "distillation": Distillation}
+
+__all__ = ["OBJECTIVES", "Distillation", "Objective", "StepInfo", "Supervised", "build", "cross_entropy",
+           "kl_divergence"]
+
+
+def build(config, model, info) -> Objective:
+    """The objective `config.objective` names, for `model` trained on data described by `info`
+    (data.DataInfo); raises ValueError naming the fix for an unknown name or unusable settings."""
+    name = config.get("objective", "supervised")
+    if name not in OBJECTIVES:
+        raise ValueError(f"objective={name!r}: choose one of {sorted(OBJECTIVES)}")
+    return OBJECTIVES[name].from_config(config, model, info)
