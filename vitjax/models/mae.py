@@ -147,6 +147,7 @@ class MAE(nn.Module):
         """The encoder's (Size, patch size), as `ViT.dims`."""
         return resolve_dims(self)
 
+    @nn.nowrap  # builds a ViT of its own, not a child of this module
     def classifier(self, num_classes: int, **fields) -> ViT:
         """The ViT classifier with this encoder: same dimensions, stacking, kernels and dtypes; a learned
         position embedding and token pooling unless `fields` (pool, posemb, head options...) say otherwise."""
@@ -155,7 +156,7 @@ class MAE(nn.Module):
                     num_heads=size.num_heads, posemb="learned", scan=self.scan, remat_policy=self.remat_policy,
                     attention_implementation=self.attention_implementation, kernels=tuple(self.kernels),
                     dtype=self.dtype, param_dtype=self.param_dtype)
-        return ViT(num_classes=num_classes, **{**base, **fields})
+        return ViT(num_classes=num_classes, **{**base, **fields}, parent=None)
 
     def check_input_shape(self, image_shape) -> None:
         """Raises ValueError for inputs or settings this model cannot take (no compilation needed)."""
