@@ -6,6 +6,7 @@ ViT-B/16 parameter count, which is taken with jax.eval_shape (nothing allocated)
 """
 import functools
 import math
+import os
 
 import flax.linen as nn
 import jax
@@ -254,6 +255,20 @@ def test_build_makes_an_mae_without_a_head_and_configs_see_its_fields():
     fields = config_lib.model_fields("mae")
     assert {"mask_ratio", "decoder_width", "norm_pix_loss"} <= set(fields) and "num_classes" not in fields
     assert "num_classes" not in str(MAE.__dataclass_fields__)
+
+
+def test_the_fashion_mnist_config_builds_the_default_vits_encoder_and_a_small_decoder():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    config = config_lib.load_config(os.path.join(root, "configs", "fashion_mnist", "mae.py"))
+    model = models.build(config.model_name, 10, **config.model)
+    images = jax.ShapeDtypeStruct((2, 28, 28, 1), jnp.float32)
+    variables = jax.eval_shape(model.init, jax.random.key(0), images)
+    pred, mask = jax.eval_shape(lambda v, x: model.apply(v, x, rngs={"mask": jax.random.key(0)}), variables, images)
+    assert pred.shape == (2, 49, 16) and mask.shape == (2, 49)
+    vit = config_lib.load_config(os.path.join(root, "configs", "fashion_mnist", "vit.py"))
+    classifier = model.classifier(10, pool=vit.model.pool, posemb=vit.model.posemb)
+    assert classifier.dims() == models.build("vit", 10, **vit.model).dims()
+    assert mae_lib.num_visible(49, model.mask_ratio) == 12
 
 
 @pytest.mark.parametrize("change, message", [
