@@ -118,6 +118,7 @@ def test_loss_counts_only_the_masked_patches():
     errors = np.mean((np.asarray(pred) - np.asarray(normalized_patches(patchify(images, 4)))) ** 2, axis=-1)
     assert loss(pred) == pytest.approx(float((errors * np.asarray(mask)).sum() / 24), rel=1e-5)
     assert float(mae_loss(images, pred, jnp.zeros_like(mask), 4)) == 0.0  # nothing masked
+    assert float(MAE(**TINY).loss(images, pred, mask)) == loss(pred)  # its patch size, norm_pix_loss=True
 
 
 def test_norm_pix_targets_have_zero_mean_and_unit_variance_per_patch():
@@ -161,7 +162,7 @@ def test_loss_gradient_reaches_every_parameter():
 
     def loss(p):
         pred, mask = model.apply(p, images, rngs={"mask": jax.random.key(0)})
-        return mae_loss(images, pred, mask, 4, model.norm_pix_loss)
+        return model.loss(images, pred, mask)
 
     grads = jax.jit(jax.grad(loss))(params)["params"]
     zero = [jax.tree_util.keystr(path) for path, g in jax.tree_util.tree_flatten_with_path(grads)[0]

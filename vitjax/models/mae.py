@@ -2,7 +2,7 @@
 
     model = MAE(variant="B/16")                        # 512-wide, 8-block decoder, 75% masked
     pred, mask = model.apply(params, images, rngs={"mask": key})
-    loss = mae_loss(images, pred, mask, patch_size=16, norm_pix_loss=model.norm_pix_loss)
+    loss = model.loss(images, pred, mask)              # mae_loss(images, pred, mask, 16, True)
 
 Each image's patches are shuffled (argsort of uniform noise, rng stream 'mask') and only the first
 (1 - mask_ratio) N are kept. The encoder, the ViT's own modules and parameter names (`embedding`,
@@ -22,7 +22,10 @@ parameters and counts them: 197 * 768 + 197 * 512 of its 111,907,840 for ViT-B/1
 
 The decoder's blocks are the encoder's kind (bidirectional self-attention, no cross-attention), so
 the decoder is a vitjax `Encoder` stack too, named `decoder`: its blocks are
-`decoder/encoderblock_i` and its final norm `decoder/encoder_norm`.
+`decoder/encoderblock_i` and its final norm `decoder/encoder_norm`. Initialisation follows the
+official code for what is MAE's own (CLS and mask token normal(0.02), the decoder's linear layers
+Xavier-uniform); the encoder's modules keep the ViT's initialisers (Xavier-uniform in the blocks as
+well, but a LeCun-normal patch embedding where the official code uses Xavier-uniform).
 Tests: `python -m pytest tests/models/test_mae.py`.
 """
 from typing import Any
@@ -117,7 +120,7 @@ class MAE(nn.Module):
     `mlp_dim`, `num_heads`); the image size is the input's. The decoder has `decoder_depth` blocks of
     width `decoder_width`, `decoder_heads` heads and an MLP of `decoder_mlp_dim` (default 4x the
     width, as the official mlp_ratio 4). There is no classification head; `classifier()` is the ViT
-    that takes the encoder (`encoder_params`). `norm_pix_loss` is read by whoever applies `mae_loss`.
+    that takes the encoder (`encoder_params`). `norm_pix_loss` is the loss's (`loss`, `mae_loss`).
 
     Call: `apply(variables, images, *, train=False, return_ids=False, rngs={"mask": key})` ->
     (pred [B, N, P*P*C] float32, mask [B, N] float32, 1 = masked), plus ids_restore [B, N] with
@@ -146,6 +149,11 @@ class MAE(nn.Module):
     def dims(self) -> tuple[Size, int]:
         """The encoder's (Size, patch size), as `ViT.dims`."""
         return resolve_dims(self)
+
+    @nn.nowrap  # plain arithmetic on arrays: no parameters, callable on the unbound model
+    def loss(self, images, pred, mask):
+        """`mae_loss` with this model's patch size and `norm_pix_loss`."""
+        return mae_loss(images, pred, mask, self.dims()[1], self.norm_pix_loss)
 
     @nn.nowrap  # builds a ViT of its own, not a child of this module
     def classifier(self, num_classes: int, **fields) -> ViT:
