@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from vitjax.models import posemb
-from vitjax.models.posemb import AddPositionEmbedding, resize_grid, sincos_1d, sincos_2d
+from vitjax.models.posemb import AddPositionEmbedding, resize_grid, sincos_1d, sincos_2d, sincos_2d_mae
 from vitjax.models.vit import ViT
 
 
@@ -53,6 +53,43 @@ def big_vision_sincos_2d(rows, cols, width, temperature=10_000.0):
 def test_sincos_2d_is_big_visions_table(grid, width):
     """A big_vision model trained with posemb='sincos2d' must see the same position signal here."""
     np.testing.assert_allclose(sincos_2d(grid, width), big_vision_sincos_2d(*grid, width), rtol=0, atol=1e-6)
+
+
+def mae_sincos_2d(grid_size, width):
+    """MAE's `get_2d_sincos_pos_embed` (facebookresearch/mae, util/pos_embed.py), from its description:
+
+    a square grid; meshgrid(w, h) puts the column index first, so the first width/2 channels code the
+    column and the rest the row; each half is [sin(pos omega), cos(pos omega)] with
+    omega = 1 / 10000 ** (arange(width // 4) / (width / 4)). Computed with numpy's xy meshgrid.
+    """
+    quarter = width // 4
+    omega = 1.0 / 10_000 ** (np.arange(quarter) / quarter)
+    column, row = np.meshgrid(np.arange(grid_size), np.arange(grid_size))  # 'xy': the first varies along axis 1
+    halves = [np.concatenate([np.sin(np.outer(c.reshape(-1), omega)), np.cos(np.outer(c.reshape(-1), omega))], 1)
+              for c in (column, row)]
+    return np.concatenate(halves, axis=1)
+
+
+@pytest.mark.parametrize("grid_size, width", [(14, 768), (7, 64), (4, 4)])
+def test_sincos_2d_mae_is_the_official_mae_table(grid_size, width):
+    """An MAE encoder trained with its fixed table sees the same one in a vitjax ViT."""
+    table = sincos_2d_mae((grid_size, grid_size), width)
+    np.testing.assert_allclose(table, mae_sincos_2d(grid_size, width), rtol=0, atol=1e-6)
+    # The two tables share a layout and differ only in the frequencies after the first.
+    if width >= 8:  # big_vision's table needs two frequencies per quarter
+        big_vision = sincos_2d((grid_size, grid_size), width)
+        assert np.abs(table - big_vision).max() > 1e-3
+        np.testing.assert_allclose(table[:, 0], big_vision[:, 0], atol=1e-6)
+    with pytest.raises(ValueError, match="divisible by 4, got 6"):
+        sincos_2d_mae((2, 2), 6)
+
+
+def test_sincos2d_mae_posemb_adds_the_table_after_a_zero_cls_entry():
+    x = jnp.asarray(np.random.default_rng(3).normal(size=(2, 1 + 6, 8)), jnp.float32)
+    y = np.asarray(AddPositionEmbedding("sincos2d_mae", grid=(2, 3), num_prefix_tokens=1).apply({}, x))
+    np.testing.assert_array_equal(y[:, 0], np.asarray(x[:, 0]))
+    np.testing.assert_allclose(y[:, 1:] - np.asarray(x[:, 1:]), np.broadcast_to(sincos_2d_mae((2, 3), 8), (2, 6, 8)),
+                               atol=1e-6)
 
 
 def test_sincos_2d_codes_columns_then_rows_and_separates_positions():

@@ -158,6 +158,7 @@ MODELS = {
     "vit_map_scan": dict(name="vit", variant="Ti/16", pool="map", scan=True),
     "hybrid": dict(name="vit", variant="Ti/16", resnet="R50"),
     "bit": dict(name="bit", variant="R26x1"),
+    "mae": dict(name="mae", variant="Ti/16", decoder_width=64, decoder_depth=1, decoder_heads=2),
 }
 
 

@@ -1,11 +1,13 @@
-"""Position embeddings: learned, 1-D sinusoidal, 2-D sin-cos, or none.
+"""Position embeddings: learned, 1-D sinusoidal, 2-D sin-cos (two tables), or none.
 
 Self-attention is permutation-equivariant: without a position signal the encoder cannot tell where
 a token came from. ViT adds a learned embedding per position; the original Transformer a fixed
 sinusoid of the 1-D index; later ViTs (MoCo v3, big_vision's "Better plain ViT baselines") a fixed
 2-D sin-cos of (row, column). `sincos2d` is big_vision's table (big_vision/models/vit.py,
 `posemb_sincos_2d`), so that a big_vision model trained with `posemb="sincos2d"` sees the same
-position signal here.
+position signal here. `sincos2d_mae` is the table of MoCo v3 and MAE (facebookresearch/mae,
+`get_2d_sincos_pos_embed`), whose frequencies differ slightly from big_vision's: an MAE encoder,
+pre-trained with it fixed, keeps it in a ViT classifier (vitjax/models/mae.py).
 """
 from typing import Any, Literal
 
@@ -14,8 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-Kind = Literal["learned", "sincos1d", "sincos2d", "none"]
-KINDS = ("learned", "sincos1d", "sincos2d", "none")
+Kind = Literal["learned", "sincos1d", "sincos2d", "sincos2d_mae", "none"]
+KINDS = ("learned", "sincos1d", "sincos2d", "sincos2d_mae", "none")
 
 
 def sincos_1d(length: int, width: int, temperature: float = 10_000.0) -> np.ndarray:
@@ -35,14 +37,29 @@ def sincos_2d(grid: tuple[int, int], width: int, temperature: float = 10_000.0) 
 
     With d = width / 4 and frequencies w_i = T^(-i / (d - 1)), i = 0..d-1 (the first 1, the last 1/T),
     position (r, c) gets [sin(c w), cos(c w), sin(r w), cos(r w)]: the column in the first half of the
-    channels, the row in the second. (MoCo v3's table divides i by d instead of d - 1.)
+    channels, the row in the second. (MoCo v3's table divides i by d instead of d - 1: `sincos_2d_mae`.)
     """
     if width % 4 or width < 8:
         raise ValueError(f"2-D sin-cos position embeddings need a width divisible by 4 and at least 8, "
                          f"got {width}")
+    return _sincos_2d(grid, width, temperature, width // 4 - 1)
+
+
+def sincos_2d_mae(grid: tuple[int, int], width: int, temperature: float = 10_000.0) -> np.ndarray:
+    """[rows*cols, width], MAE's (and MoCo v3's) 2-D sin-cos table, positions in row-major order.
+
+    The layout of `sincos_2d` ([sin(c w), cos(c w), sin(r w), cos(r w)], column first), with
+    w_i = T^(-i / d), i = 0..d-1, d = width / 4: the last frequency stops short of 1/T.
+    """
+    if width % 4:
+        raise ValueError(f"MAE's 2-D sin-cos position embeddings need a width divisible by 4, got {width}")
+    return _sincos_2d(grid, width, temperature, width // 4)
+
+
+def _sincos_2d(grid, width, temperature, denominator):
     rows, cols = np.meshgrid(np.arange(grid[0]), np.arange(grid[1]), indexing="ij")
     quarter = width // 4
-    omega = 1.0 / temperature ** (np.arange(quarter, dtype=np.float64) / (quarter - 1))
+    omega = 1.0 / temperature ** (np.arange(quarter, dtype=np.float64) / denominator)
     by_row = rows.reshape(-1, 1) * omega[None]
     by_col = cols.reshape(-1, 1) * omega[None]
     table = np.concatenate([np.sin(by_col), np.cos(by_col), np.sin(by_row), np.cos(by_row)], axis=1)
@@ -100,9 +117,9 @@ class AddPositionEmbedding(nn.Module):
         grid_length = length - self.num_prefix_tokens
         if self.kind == "sincos1d":
             table = sincos_1d(grid_length, width)
-        elif self.kind == "sincos2d":
+        elif self.kind in ("sincos2d", "sincos2d_mae"):
             grid = self.grid or _square_grid(grid_length)
-            table = sincos_2d(grid, width)
+            table = (sincos_2d if self.kind == "sincos2d" else sincos_2d_mae)(grid, width)
         else:
             raise ValueError(f"unknown position embedding {self.kind!r}; choose one of {KINDS}")
         table = np.concatenate([np.zeros((self.num_prefix_tokens, width), np.float32), table])

@@ -53,6 +53,22 @@ def parse_variant(variant: str) -> tuple[Size, int]:
     return SIZES[match.group(1)], int(match.group(2))
 
 
+def resolve_dims(model) -> tuple[Size, int]:
+    """(Size, patch size) of a model with the ViT's `variant`, `patch_size`, `width`, `depth`,
+    `mlp_dim` and `num_heads` fields: the variant's, with the explicit fields overriding it."""
+    if model.variant is not None:
+        size, patch = parse_variant(model.variant)
+    else:
+        missing = [f for f in ("patch_size", "width", "depth", "mlp_dim", "num_heads")
+                   if getattr(model, f) is None]
+        if missing:
+            raise ValueError(f"{type(model).__name__} without a variant needs {missing}; pass them or "
+                             f"variant='B/16' etc.")
+        size, patch = Size(0, 0, 0, 0), 0
+    size = Size(*(getattr(model, f.name) or getattr(size, f.name) for f in dataclasses.fields(Size)))
+    return size, model.patch_size or patch
+
+
 def _dense_init(rng, features_in, features_out, dtype):
     return {"kernel": nn.initializers.lecun_normal()(rng, (features_in, features_out), dtype),
             "bias": jnp.zeros((features_out,), dtype)}
@@ -151,16 +167,7 @@ class ViT(nn.Module):
 
     def dims(self) -> tuple[Size, int]:
         """The resolved (Size, patch size): the variant's, with explicit overrides applied."""
-        if self.variant is not None:
-            size, patch = parse_variant(self.variant)
-        else:
-            missing = [f for f in ("patch_size", "width", "depth", "mlp_dim", "num_heads")
-                       if getattr(self, f) is None]
-            if missing:
-                raise ValueError(f"ViT without a variant needs {missing}; pass them or variant='B/16' etc.")
-            size, patch = Size(0, 0, 0, 0), 0
-        size = Size(*(getattr(self, f.name) or getattr(size, f.name) for f in dataclasses.fields(Size)))
-        return size, self.patch_size or patch
+        return resolve_dims(self)
 
     def num_prefix_tokens(self) -> int:
         """Tokens before the patch grid: CLS (token pooling), then the distillation token (DeiT)."""
