@@ -3,8 +3,10 @@ r"""A Swin Transformer on synthetic images, for `vitjax bench` (speed only: the 
     vitjax bench --config configs/bench/swin.py:variant=T,res=224,batch=8
     vitjax bench --config configs/bench/swin.py:variant=T,res=448,batch=2 --no_pipeline
 Runs vitjax's Swin beside timm's `SwinTransformer` holding the same weights (vitjax/bench/timm_nets.py),
-train step and inference in alternating rounds. Not yet measured on idle cores: no figure is claimed
-here (experiments/bench/cpu.sh has the commands, experiments/results/bench/README.md the results).
+train step and inference in alternating rounds.
+Expected: not yet measured on idle cores, so no speed is claimed (experiments/bench/cpu.sh has the
+command, experiments/results/bench/README.md will have the result). Deterministic: XLA counts 9.06
+GFLOPs per 224x224 image for Swin-T's forward pass (experiments/results/bench/swin_cost_flops.md).
 
 Arguments: `variant` (T, S, B or L: Swin paper Table 7, patch 4, window 7), `res` (square image size;
 the resolution after each patch merging must be a multiple of the window or no larger than it, e.g.
@@ -19,7 +21,11 @@ Choices:
 - No stochastic depth (droppath_rate 0): a benchmark times the arithmetic, which drop-path leaves the
   same; 0 keeps both frameworks' steps deterministic.
 """
-from vitjax.config import base, parse_arg
+import os
+
+from vitjax.config import base, load_module, parse_arg
+
+_vit = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "vit.py"))
 
 
 def get_config(arg=None):
@@ -29,14 +35,5 @@ def get_config(arg=None):
     c.model.variant = arg.variant
     c.model.window_size = arg.window
     c.model.droppath_rate = 0.0
-    c.data.name = "synthetic"
-    c.data.synthetic.image_shape = (arg.res, arg.res, arg.channels)
-    c.data.synthetic.num_classes = arg.classes
-    c.data.synthetic.num_train = 1024
-    c.data.synthetic.num_test = 128
-    c.data.pp_train = "value_range(-1, 1)"
-    c.data.pp_eval = "value_range(-1, 1)"
-    c.batch_size = arg.batch
-    c.total_steps = 100  # the benchmark runs its own loop; a duration is only needed to build the schedule
-    c.warmup_steps = 10
+    _vit.synthetic_benchmark(c, arg)
     return c

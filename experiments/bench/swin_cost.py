@@ -13,8 +13,9 @@ point skipped with the reason.
 
 What it should show: Swin attends within windows of a fixed 7x7, so its FLOPs grow with the pixels
 (x4, x16); a ViT attends over all its tokens (197 at 224, 3,137 at 896), so its attention grows with
-their square and its FLOPs faster than the pixels. Swin-T and ViT-S/16 count 8.98 and 9.20 GFLOPs at
-224 (4.5 and 4.6 G multiply-adds, the papers' figures).
+their square and its FLOPs faster than the pixels. At 224 XLA counts 9.06 GFLOPs for Swin-T and 9.25
+for ViT-S/16 (their matmuls alone, by hand: 8.98 and 9.20, i.e. the papers' 4.5 and 4.6 G multiply-adds);
+at 896, x16.0 and x34.7 (experiments/results/bench/swin_cost_flops.md).
 
 Choices:
 - ViT-S/16 computes every row of its last block (`cls_only_last_block=False`), as DeiT-S and timm do.
