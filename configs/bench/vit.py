@@ -28,6 +28,13 @@ def get_config(arg=None):
     c.model.posemb = "learned"
     c.model.scan = False  # True: one scanned block (faster compiles, e.g. ViT-B/16 on CPU)
     c.model.remat_policy = None  # e.g. "nothing_saveable" to trade compute for activation memory
+    synthetic_benchmark(c, arg)
+    return c
+
+
+def synthetic_benchmark(c, arg) -> None:
+    """Synthetic `res` x `res` x `channels` images of `classes` classes, batch `batch`: the settings every
+    benchmark config shares (configs/bench/swin.py too)."""
     c.data.name = "synthetic"
     c.data.synthetic.image_shape = (arg.res, arg.res, arg.channels)
     c.data.synthetic.num_classes = arg.classes
@@ -38,4 +45,3 @@ def get_config(arg=None):
     c.batch_size = arg.batch
     c.total_steps = 100  # the benchmark runs its own loop; a duration is only needed to build the schedule
     c.warmup_steps = 10
-    return c

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The CPU benchmarks of issue 6, each vitjax vs timm side by side in one process (alternating rounds),
-# plus the ViT-B/16 compile time. Run on an otherwise idle machine; about 15 minutes on 2 cores.
+# plus the ViT-B/16 compile time, Swin-T beside timm's SwinTransformer and Swin-T's cost against image size
+# next to ViT-S/16's. Run on an otherwise idle machine; about 20 minutes on 2 cores.
 #
 #   experiments/bench/cpu.sh [--rounds 7 --seconds 2 ...]     # extra arguments go to every `vitjax bench`
 #
@@ -9,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 VITJAX=${VITJAX:-.venv/bin/vitjax}
+PYTHON=${PYTHON:-.venv/bin/python}
 OUT=experiments/results/bench
 
 # ViT-Ti (width 192, depth 12, 3 heads) at 28x28 with patch 4, batch 128; and at 224x224, patch 16, batch 16.
@@ -21,3 +23,8 @@ OUT=experiments/results/bench
     --compile_only --out $OUT/cpu_b16_224_compile_scan.json
 "$VITJAX" bench --config configs/bench/vit.py:variant=B/16,res=224,batch=16 \
     --compile_only --out $OUT/cpu_b16_224_compile_unrolled.json
+# Swin-T (patch 4, window 7) at 224, batch 8, beside timm's SwinTransformer holding the same weights.
+"$VITJAX" bench --config configs/bench/swin.py:variant=T,res=224,batch=8 --out $OUT/cpu_swin_t_224_b8.json "$@"
+# Cost against image size: Swin-T and ViT-S/16 at 224, 448 and 896, forward FLOPs (XLA) and inference img/s
+# at batch 1, alternating in one process; ViT-S/16 at 896 (~320 GFLOPs per image) is counted, not timed.
+"$PYTHON" experiments/bench/swin_cost.py --rounds 5 --seconds 2 --out $OUT/cpu_swin_cost.json

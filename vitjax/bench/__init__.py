@@ -9,7 +9,9 @@ both sides of a ratio together.
     timing.py     workloads, alternating rounds, load average and memory of the process
     peak.py       the measured matmul peak and datasheet peaks of accelerators
     jax_model.py  the vitjax train step and inference, XLA's FLOP count, compile time, memory
-    timm_model.py the same ViT in timm: AdamW train step and inference, eager or torch.compile
+    timm_model.py the same model in timm: AdamW train step and inference, eager or torch.compile
+    timm_nets.py  which timm network mirrors which vitjax family (ViT, Swin with vitjax's weights)
+    model_flops.py the hand count of a model's matmul FLOPs per image, the MFU numerator
     pipeline.py   images per second that `vitjax.data.train_batches` delivers
     report.py     the summary (JSON) and its table
     run.py        the command line: `vitjax bench --config configs/...py[:arg] [--config.key=value ...]`

@@ -6,15 +6,20 @@ throughput is measured separately (pipeline.py).
 """
 import dataclasses
 import time
+from typing import Any, Callable
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from vitjax import data, models
+from vitjax import data
+from vitjax.bench import model_flops
 from vitjax.bench.timing import Workload
 from vitjax.train import flops, trainer
+
+# The hand count of the model's matmul FLOPs (the MFU numerator), by model family.
+model_flops_per_image = model_flops.per_image
 
 
 @dataclasses.dataclass
@@ -24,6 +29,7 @@ class JaxModel:
     infer: Workload | None
     info: dict  # parameters, FLOPs, compile times, memory
     host_batch: dict  # the numpy batch both frameworks train on
+    params: Callable[[], Any]  # the current parameters (the train step donates the state it is given)
 
 
 def random_batch(batch_size: int, image_shape, num_classes: int, seed: int = 0) -> dict:
@@ -32,36 +38,6 @@ def random_batch(batch_size: int, image_shape, num_classes: int, seed: int = 0) 
     images = rng.uniform(-1.0, 1.0, (batch_size, *image_shape)).astype(np.float32)
     labels = np.eye(num_classes, dtype=np.float32)[rng.integers(0, num_classes, batch_size)]
     return {"image": images, "labels": labels}
-
-
-def model_flops_per_image(model, image_shape, num_classes: int, *, every_row: bool = False) -> float | None:
-    """Forward FLOPs (2 per multiply-add) of a plain ViT's matrix products; None for other models.
-
-    The usual count behind MFU: patch embedding, QKV, attention scores and mixing, output projection,
-    MLP and head. Norms, softmax, GELU and the optimiser are not counted (XLA's count includes them).
-    When the last block computes fewer rows (`ViT.last_block_rows`: the CLS row alone), it computes
-    keys and values for every token and the rest for those rows, and so does this count unless
-    `every_row` (what timm computes).
-    """
-    if not isinstance(model, models.ViT) or model.resnet is not None or model.pool not in ("tok", "gap"):
-        return None
-    size, patch = model.dims()
-    height, width, channels = image_shape
-    patches = (height // patch) * (width // patch)
-    tokens = patches + (1 if model.pool == "tok" else 0)
-    d, m = size.width, size.mlp_dim
-    def block(queries):
-        keys_values = 2 * tokens * 2 * d * d
-        per_query = 2 * (d * d + d * d + 2 * d * m) + 2 * 2 * tokens * d  # Q, output, MLP; scores, mixing
-        return keys_values + queries * per_query
-
-    last_queries = tokens if every_row else model.last_block_rows() or tokens
-    flops = 2 * patches * patch * patch * channels * d + (size.depth - 1) * block(tokens) + block(last_queries)
-    head_in = d
-    if model.representation_size is not None:
-        flops += 2 * d * model.representation_size
-        head_in = model.representation_size
-    return float(flops + 2 * head_in * num_classes)
 
 
 def _forward_flops(config, model, compiled, images) -> float | None:
@@ -136,4 +112,4 @@ def build(config, *, inference: bool = True, seed: int = 0) -> JaxModel:
         images = batch["image"]
         infer = Workload("vitjax infer", lambda: forward(holder["state"].params, images).block_until_ready(),
                          images=config.batch_size, flops=info["xla_flops_per_step"]["infer"])
-    return JaxModel(p, train, infer, info, host)
+    return JaxModel(p, train, infer, info, host, lambda: holder["state"].params)

@@ -83,6 +83,10 @@ def build_config(args):
 def _describe(model, image_shape, dtype) -> str:
     from vitjax import models
 
+    if isinstance(model, models.Swin):
+        size = model.dims()
+        return (f"Swin embed {size.embed_dim} depths {size.depths} heads {size.num_heads} patch {model.patch_size} "
+                f"window {model.window_size}, {'x'.join(map(str, image_shape))}, {dtype}")
     if not isinstance(model, models.ViT):
         return f"{type(model).__name__}, {'x'.join(map(str, image_shape))}, {dtype}"
     size, patch = model.dims()
@@ -242,20 +246,23 @@ class _Timm:
 def _timm_workloads(args, config, jm, backend: str, size: int, dtype: str, summary: dict) -> _Timm:
     """timm's train step and inference on the same batch (also under torch.compile, where asked), and
     torch's matmul peak; records their setup in `summary`."""
+    import jax
+
     from vitjax.bench import peak, timing, timm_model
 
     device = "cuda" if backend == "gpu" else "cpu"
     shape, classes = jm.info["image_shape"], jm.info["num_classes"]
     timm = _Timm()
     _log("building the timm model ...")
+    params = jax.device_get(jm.params())  # copied into timm's network where its family takes vitjax's weights
     timm.train, timm.infer, summary["timm"] = timm_model.build(
         config, jm.plan.model, shape, classes, jm.host_batch, device=device, threads=args.torch_threads,
-        inference=jm.infer is not None)
+        inference=jm.infer is not None, params=params)
     if args.timm_compile == "on" or (args.timm_compile == "auto" and backend == "gpu"):
         _log("torch.compile of the timm model ...")
         timm.compiled, timm.compiled_infer, summary["timm_compiled"] = timm_model.build(
             config, jm.plan.model, shape, classes, jm.host_batch, device=device, threads=args.torch_threads,
-            compile=True, inference=jm.infer is not None)
+            compile=True, inference=jm.infer is not None, params=params)
     if backend in ("cpu", "gpu"):
         timm.matmul = peak.torch_matmul_workload(size, dtype, device)
     summary["process_memory_after_timm_setup"] = timing.memory_of_process()

@@ -1,52 +1,34 @@
-"""The same ViT in timm (PyTorch): an AdamW train step and inference on the same batch.
+"""The same model in timm (PyTorch): an AdamW train step and inference on the same batch.
 
-Same architecture as vitjax's ViT (class token, learned position embeddings, pre-norm blocks with
-LayerNorm eps 1e-6, exact GELU, token pooling), the same batch and image size, the same optimiser
-settings (learning rate, decoupled weight decay on weight matrices only, gradient clipping). On a GPU
-the bf16 variant runs under autocast, and `compile=True` wraps the model in torch.compile.
+The network is the family's timm counterpart (timm_nets.py: ViT -> VisionTransformer, Swin ->
+SwinTransformer with vitjax's weights), on the same batch and image size, with the same optimiser
+settings (learning rate, decoupled weight decay on what vitjax decays, gradient clipping). On a GPU the
+bf16 variant runs under autocast, and `compile=True` wraps the model in torch.compile.
 """
 import functools
 import time
 
 import numpy as np
 
-from vitjax import models
+from vitjax.bench import timm_nets
 from vitjax.bench.timing import Workload
 
 
-def check_comparable(model) -> None:
-    """Raises ValueError for vitjax models that timm's VisionTransformer does not mirror here."""
-    if not isinstance(model, models.ViT):
-        raise ValueError("the timm comparison covers the plain ViT only (model_name='vit'); pass --no_timm")
-    unsupported = {"resnet": None, "representation_size": None, "pool": "tok", "posemb": "learned",
-                   "norm": "layernorm", "norm_position": "pre"}
-    bad = {k: getattr(model, k) for k, v in unsupported.items() if getattr(model, k) != v}
-    if bad:
-        raise ValueError(f"no timm counterpart for {bad}; the comparison needs a plain ViT (pool='tok', "
-                         f"learned position embeddings, pre-norm LayerNorm, no hybrid); pass --no_timm")
-
-
 def build(config, model, image_shape, num_classes: int, host_batch: dict, *, device: str = "cpu",
-          threads: int | None = 2, compile: bool = False, inference: bool = True) -> tuple:
-    """(train Workload, inference Workload or None, info) for timm's ViT mirroring `model`."""
+          threads: int | None = 2, compile: bool = False, inference: bool = True, params=None) -> tuple:
+    """(train Workload, inference Workload or None, info) for timm's network mirroring `model`;
+    `params`: vitjax's parameters, for the families whose timm network takes them (Swin)."""
     import torch
-    from timm.models.vision_transformer import VisionTransformer
 
-    check_comparable(model)
     if threads and device == "cpu":
         torch.set_num_threads(threads)
-    size, patch = model.dims()
-    height, width, channels = image_shape
-    torch.manual_seed(0)
-    net = VisionTransformer(
-        img_size=(height, width), patch_size=patch, in_chans=channels, num_classes=num_classes,
-        embed_dim=size.width, depth=size.depth, num_heads=size.num_heads, mlp_ratio=size.mlp_dim / size.width,
-        class_token=True, global_pool="token", drop_rate=model.dropout_rate,
-        attn_drop_rate=model.attention_dropout_rate, drop_path_rate=model.droppath_rate).to(device)
+    net, net_info = timm_nets.build(model, image_shape, num_classes, params=params, images=host_batch["image"])
+    net = net.to(device)
     run_net = torch.compile(net) if compile else net
 
-    decay = [p for p in net.parameters() if p.ndim > 1]
-    no_decay = [p for p in net.parameters() if p.ndim <= 1]
+    decays = {name: timm_nets.decays(model, name, p) for name, p in net.named_parameters()}
+    decay = [p for name, p in net.named_parameters() if decays[name]]
+    no_decay = [p for name, p in net.named_parameters() if not decays[name]]
     opt = config.optimizer
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
@@ -87,7 +69,7 @@ def build(config, model, image_shape, num_classes: int, host_batch: dict, *, dev
     train_call()  # the first call builds (and with torch.compile, compiles) the graph
     info = {"params": sum(p.numel() for p in net.parameters()), "threads": torch.get_num_threads(),
             "torch": torch.__version__, "compile": compile,
-            "first_call_seconds": {"train": time.perf_counter() - start}}
+            "first_call_seconds": {"train": time.perf_counter() - start}, **net_info}
     infer = None
     if inference:
         start = time.perf_counter()
