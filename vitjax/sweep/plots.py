@@ -30,8 +30,10 @@ from vitjax import storage
 from vitjax.rundir import flatten
 from vitjax.sweep import aggregate
 
-FAMILY_STYLE = {"vit": ("tab:blue", "o"), "bit": ("tab:orange", "s"), "hybrid": ("tab:green", "^")}
-FAMILY_NAME = {"vit": "ViT", "bit": "BiT (ResNet)", "hybrid": "Hybrid"}
+FAMILY_STYLE = {"vit": ("tab:blue", "o"), "bit": ("tab:orange", "s"), "hybrid": ("tab:green", "^"),
+                "deit": ("tab:purple", "v"), "swin": ("tab:red", "P")}
+FAMILY_NAME = {"vit": "ViT", "bit": "BiT (ResNet)", "hybrid": "Hybrid", "deit": "DeiT (distilled ViT)",
+               "swin": "Swin"}
 COUNT_UNITS = ((1e9, "B"), (1e6, "M"), (1e3, "k"))
 # What may vary along a data-scaling curve: the data, and a budget that grows with it (sweep/budget.py).
 DATA_AXIS = ("data.train_size", "total_steps", "total_epochs", "total_examples")

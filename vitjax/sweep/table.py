@@ -83,14 +83,16 @@ def _median_rate(run_dir):
 
 
 def model_description(config: dict) -> tuple[str, str, int | None]:
-    """(family, label, patch size) of a config: ('vit', 'ViT w64 d6 p4', 4), ('bit', 'BiT-R26x1 w8 small stem', None)."""
+    """(family, label, patch size) of a config: ('vit', 'ViT w64 d6 p4', 4), ('bit', 'BiT-R26x1 w8 small stem', None),
+    ('deit', 'DeiT w64 d6 p4', 4), ('swin', 'Swin w32 d2-4 p2 win7', 2)."""
     name, model = config.get("model_name", "?"), config.get("model", {})
     if name == "vit":
         variant, patch = model.get("variant"), model.get("patch_size")
         if patch is None and variant and "/" in variant:
             patch = int(variant.split("/")[1])
-        family = "hybrid" if model.get("resnet") else "vit"
-        prefix = f"{model.get('resnet')}+ViT" if family == "hybrid" else "ViT"
+        # A distillation token makes a DeiT student (Touvron et al. 2021): its own family in tables and plots.
+        family = "hybrid" if model.get("resnet") else "deit" if model.get("distillation_token") else "vit"
+        prefix = {"hybrid": f"{model.get('resnet')}+ViT", "deit": "DeiT", "vit": "ViT"}[family]
         if variant:  # the paper's names: ViT-B/16
             return family, f"{prefix}-{variant.split('/')[0]}/{patch}", patch
         return family, f"{prefix} w{model.get('width')} d{model.get('depth')} p{patch}", patch
@@ -98,6 +100,12 @@ def model_description(config: dict) -> tuple[str, str, int | None]:
         stem, width = model.get("stem", "imagenet"), model.get("width")
         label = f"BiT-{model.get('variant')}" + (f" w{width}" if width else "")
         return "bit", label + ("" if stem == "imagenet" else f" {stem} stem"), None
+    if name == "swin":
+        variant, patch = model.get("variant"), model.get("patch_size") or 4
+        if variant:
+            return "swin", f"Swin-{variant}", patch
+        depths = "-".join(str(d) for d in model.get("depths") or ())
+        return "swin", f"Swin w{model.get('embed_dim')} d{depths} p{patch} win{model.get('window_size')}", patch
     return name, name, None
 
 
