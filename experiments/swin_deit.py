@@ -1,0 +1,74 @@
+r"""Swin and DeiT on the small-data question: do locality (Swin) and distillation from a convnet with
+strong augmentation (DeiT) close the ViT's gap to the BiT at small training-set sizes?
+
+    vitjax sweep experiments/swin_deit.py:part=swin --workdir runs/swin
+    vitjax sweep experiments/data_scaling.py --workdir runs/data_scaling --only bit_n550_s0 ...   # teachers
+    vitjax sweep experiments/swin_deit.py:part=deit --workdir runs/deit
+    vitjax sweep experiments/swin_deit.py:part=deit_aug --workdir runs/deit_aug
+    vitjax plot runs/deit --out experiments/results/deit
+
+The plain-arm protocol (experiments/protocol.py: 5,000 validation images, nested class-balanced
+subsets 550 to 55k, budget max(1,200 steps, 8 epochs) of 128, test accuracy at the best-validation
+step, seeds 0-2 up to 5.5k and 0-1 above, seed = training seed = subset draw). The ViT and BiT numbers
+the read-outs compare against are the plain arm's (experiments/results/data_scaling), paired by seed.
+
+Parts (13 runs each):
+  swin      configs/fashion_mnist/swin.py: patch 2, window 7, stages of width 32 and 64 (164k parameters,
+            1.24x the ViT's forward FLOPs), the ViT's recipe.
+  deit      configs/fashion_mnist/vit_distilled.py: the default ViT with a distillation token, hard
+            distillation from the plain arm's BiT run of the same size and seed (`teachers=DIR` holds
+            them as bit_n<size>_s<seed>, default runs/data_scaling), no augmentation.
+  deit_aug  configs/fashion_mnist/deit.py: the same student and teachers with DeiT's augmentation and
+            regularisation fitted to 28x28 (RandAugment, erasing, Mixup/CutMix, smoothing, droppath).
+A missing teacher fails before anything runs, naming the runs to train first.
+
+Read-outs W1, W2 and D1-D4 in experiments/README.md, written before any run of this file.
+Expected (estimated, not measured: 2026-12-01 rates under load): part swin ~100 minutes on 2 idle CPU
+cores (Swin steps ~1.5x the ViT's), parts deit and deit_aug ~70-90 minutes each (the teacher's forward
+pass adds ~30% to a ViT step; augmentation is computed on the host).
+"""
+import os
+
+from vitjax.config import load_module, parse_arg
+
+_protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
+
+BUDGET = _protocol.BUDGET.describe()
+FEWSHOT = None
+PARTS = {"swin": ("swin", "configs/fashion_mnist/swin.py"),
+         "deit": ("deit", "configs/fashion_mnist/vit_distilled.py"),
+         "deit_aug": ("deitaug", "configs/fashion_mnist/deit.py")}
+TITLE = ("Swin; DeiT students hard-distilled from the plain arm's BiT (deit_aug: with DeiT augmentation); "
+         "plain-arm protocol, early stopping on validation")
+
+
+def teacher(teachers: str, size: int, seed: int) -> str:
+    """The plain arm's BiT run of this size and seed: the student's convnet teacher."""
+    return os.path.join(teachers, f"bit_n{size}_s{seed}")
+
+
+def _missing_teachers(teachers: str) -> list[str]:
+    return [teacher(teachers, n, s) for n in _protocol.SIZES for s in _protocol.seeds(n)
+            if not os.path.isdir(teacher(teachers, n, s))]
+
+
+def get_runs(arg=None):
+    args = parse_arg(arg, part="swin", teachers="runs/data_scaling")
+    if args.part not in PARTS:
+        raise ValueError(f"part={args.part!r}; the parts are {', '.join(PARTS)}")
+    prefix, config = PARTS[args.part]
+    if args.part != "swin" and _missing_teachers(args.teachers):
+        missing = [os.path.basename(path) for path in _missing_teachers(args.teachers)]
+        raise ValueError(f"teachers missing in {args.teachers}: {', '.join(missing)}; train them first: "
+                         f"vitjax sweep experiments/data_scaling.py --workdir {args.teachers} --only {' '.join(missing)}")
+    return [(f"{prefix}_n{size}_s{seed}", config, _overrides(args, size, seed))
+            for size in _protocol.SIZES for seed in _protocol.seeds(size)]
+
+
+def _overrides(args, size: int, seed: int) -> dict:
+    out = _protocol.overrides(size, seed)
+    if args.part == "deit_aug":  # the arm is the config's augmentation, which the protocol's plain pp would undo
+        del out["data.pp_train"]
+    if args.part != "swin":
+        out["distillation.teacher"] = teacher(args.teachers, size, seed)
+    return out
