@@ -20,7 +20,8 @@ import numpy as np
 from flax import traverse_util
 from flax.core import meta
 
-from vitjax.interop.timm_weights import _Reader, _attention, _conv, _dense, _norm, _numpy
+from vitjax.interop.torch_layout import (Reader, attention_from_torch, dense_from_torch, hwio_to_oihw,
+                                         norm_from_torch, oihw_to_hwio, to_numpy)
 
 # (vitjax path, timm prefix, kind, attention heads) of every parameter group, in network order.
 Row = tuple[str, str, str, int]
@@ -45,7 +46,7 @@ def layout(model) -> list[Row]:
 
 
 def _attention_from_timm(get, src, out, dst, heads):
-    _attention(get, f"{src}.", out, dst, heads, None, None, "qkv")
+    attention_from_torch(get, f"{src}.", out, dst, heads, None, None, "qkv")
     out[f"{dst}/relative_position_bias_table"] = get(f"{src}.relative_position_bias_table")
 
 
@@ -55,9 +56,9 @@ def _linear_from_timm(get, src, out, dst, heads):
 
 FROM_TIMM = {
     "conv": lambda get, src, out, dst, heads: (
-        out.update({f"{dst}/kernel": _conv(get(f"{src}.weight")), f"{dst}/bias": get(f"{src}.bias")})),
-    "norm": lambda get, src, out, dst, heads: _norm(get, src, out, dst),
-    "dense": lambda get, src, out, dst, heads: _dense(get, src, out, dst),
+        out.update({f"{dst}/kernel": oihw_to_hwio(get(f"{src}.weight")), f"{dst}/bias": get(f"{src}.bias")})),
+    "norm": lambda get, src, out, dst, heads: norm_from_torch(get, src, out, dst),
+    "dense": lambda get, src, out, dst, heads: dense_from_torch(get, src, out, dst),
     "linear": _linear_from_timm,
     "attention": _attention_from_timm,
 }
@@ -75,7 +76,7 @@ def _attention_to_timm(group):
 
 
 TO_TIMM = {
-    "conv": lambda g: {"weight": np.transpose(g["kernel"], (3, 2, 0, 1)), "bias": g["bias"]},
+    "conv": lambda g: {"weight": hwio_to_oihw(g["kernel"]), "bias": g["bias"]},
     "norm": lambda g: {"weight": g["scale"], "bias": g["bias"]},
     "dense": lambda g: {"weight": g["kernel"].T, "bias": g["bias"]},
     "linear": lambda g: {"weight": g["kernel"].T},
@@ -92,7 +93,7 @@ def from_timm(model_or_state_dict: Any, model) -> dict:
     state = model_or_state_dict
     if hasattr(state, "state_dict"):
         state = state.state_dict()
-    get, out = _Reader({k: _numpy(v) for k, v in state.items()}), {}
+    get, out = Reader({k: to_numpy(v) for k, v in state.items()}), {}
     try:
         for ours, theirs, kind, heads in layout(model):
             FROM_TIMM[kind](get, theirs, out, ours, heads)
