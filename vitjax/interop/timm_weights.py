@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from vitjax.interop import timm_swin
+from vitjax import models
+from vitjax.interop import npz, timm_swin
 from vitjax.interop.torch_layout import (Reader, Taker, attention_from_torch, attention_to_torch,
                                          dense_from_torch, dense_to_torch, hwio_to_oihw, norm_from_torch,
                                          norm_to_torch, oihw_to_hwio, to_numpy)
@@ -145,7 +146,6 @@ def _bit(sd):
 
 def _family(model) -> str:
     """'vit', 'hybrid', 'bit', or the name vitjax.models.FAMILIES gives another family ('swin')."""
-    from vitjax import models  # here: importing this module for to_official must not start JAX
 
     name = next((n for n, cls in models.FAMILIES.items() if isinstance(model, cls)), None)
     if name is None:
@@ -159,7 +159,6 @@ def load(timm_model_or_state_dict: Any, model, image_size=None) -> dict:
 
     Every shape is checked against the model's (`npz.load`); `image_size` (int or (h, w)): the
     resolution the model will run at, by default the weights' own (a position grid is resized)."""
-    from vitjax.interop import npz
 
     family = _family(model)
     if family == "swin":  # dispatch point: vitjax/interop/timm_swin.py converts Swin both ways
@@ -172,7 +171,6 @@ def load(timm_model_or_state_dict: Any, model, image_size=None) -> dict:
 def state_dict(params, model) -> dict[str, np.ndarray]:
     """vitjax parameters of `model` -> timm's state dict (float32 numpy arrays, torch layouts), for
     `timm_model.load_state_dict` on the timm model of the same architecture."""
-    from vitjax.interop import npz
 
     family = _family(model)
     if family == "swin":  # dispatch point: vitjax/interop/timm_swin.py converts Swin both ways
