@@ -3,6 +3,7 @@ r"""Decides the study's pre-registered read-outs (experiments/README.md) from th
     python experiments/readouts.py --data_scaling experiments/results/data_scaling \
         [--regularisation experiments/results/regularisation] [--model_size experiments/results/model_size] \
         [--patch_size experiments/results/patch_size_study] [--transfer experiments/results/transfer] \
+        [--swin experiments/results/swin] [--deit experiments/results/deit --deit_aug experiments/results/deit_aug] \
         --out experiments/results/readouts.json
 
 Each read-out is a quantity Q in accuracy points, predicted Q > 0, with threshold
@@ -122,10 +123,15 @@ def _mean_std(values) -> str:
     return f"{statistics.fmean(values):.2f} ± {statistics.stdev(values):.2f} (n={len(values)})"
 
 
+def difference(rows, family, other_rows, other_family, size) -> dict:
+    """Per seed: one family's accuracy minus another's (each from its sweep's rows) at `size` (points)."""
+    a, b = values(rows, family, size), values(other_rows, other_family, size)
+    return {s: a[s] - b[s] for s in set(a) & set(b)}
+
+
 def lift(treated, control, family, size) -> dict:
     """Per seed: `treated` minus `control` (two sweeps' rows) for one family at one size (points)."""
-    a, b = values(treated, family, size), values(control, family, size)
-    return {s: a[s] - b[s] for s in set(a) & set(b)}
+    return difference(treated, family, control, family, size)
 
 
 SMALL = (550, 1_700, 5_500)
@@ -202,10 +208,30 @@ def transfer_arm(rows, metric="transfer_10shot") -> dict:
     return {"T1": {**decide(combine(terms)), "sizes": [sizes[0], sizes[-1]]}}
 
 
+SMALLEST = (550, 1_700)
+
+
+def swin_arm(swin, plain) -> dict:
+    """W1, W2 from experiments/swin_deit.py:part=swin's table against the plain arm's ViT."""
+    small = [(1 / len(SMALLEST), difference(swin, "swin", plain, "vit", n)) for n in SMALLEST]
+    return {"W1": decide(combine(small)),
+            "W2": decide(combine(small + [(-1, difference(swin, "swin", plain, "vit", 55_000))]))}
+
+
+def deit_arm(deit, deit_aug, plain) -> dict:
+    """D1-D4 from experiments/swin_deit.py's parts deit and deit_aug against the plain arm."""
+    small = [(1 / len(SMALLEST), difference(deit, "deit", plain, "vit", n)) for n in SMALLEST]
+    return {"D1": decide(combine(small + [(-1, difference(deit, "deit", plain, "vit", 55_000))])),
+            "D2": decide(combine(small)),
+            "D3": decide(combine([(1 / len(SMALLEST), difference(deit_aug, "deit", deit, "deit", n))
+                                  for n in SMALLEST])),
+            "D4": decide(combine([(1, difference(deit_aug, "deit", plain, "bit", 55_000))]))}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data_scaling", help="the plain arm's sweep (or results) directory")
-    for arm in ("regularisation", "model_size", "patch_size", "transfer"):
+    for arm in ("regularisation", "model_size", "patch_size", "transfer", "swin", "deit", "deit_aug"):
         parser.add_argument(f"--{arm}", help=f"the {arm} sweep's (or results) directory")
     parser.add_argument("--out", help="write the read-outs as JSON here")
     parser.add_argument("--markdown", action="store_true", help="also print the plain arm's table (markdown)")
@@ -218,6 +244,10 @@ def main(argv=None) -> int:
             print(markdown_table(rows) + "\n")
         if args.regularisation:
             found.update(regularisation_arm(table.read(args.regularisation), rows))
+        if args.swin:
+            found.update(swin_arm(table.read(args.swin), rows))
+        if args.deit and args.deit_aug:
+            found.update(deit_arm(table.read(args.deit), table.read(args.deit_aug), rows))
     if args.model_size:
         found.update(model_size_arm(table.read(args.model_size)))
     if args.patch_size:

@@ -147,3 +147,24 @@ def test_patch_and_transfer_read_outs():
                       {**row("bit", size, seed, 0.9), "transfer_10shot": bit}]
     t1 = readouts.transfer_arm(probe)["T1"]
     assert t1["q"] == pytest.approx(8.0) and t1["verdict"] == "holds" and t1["sizes"] == [550, 27_500]
+
+
+def _family_rows(family, accs):
+    """{size: accuracy} at seeds 0, 1 as one family's table (seed 1 a little better)."""
+    return [{**row(family, n, seed, acc + 0.002 * seed)} for seed in (0, 1) for n, acc in accs.items()]
+
+
+def test_swin_and_deit_read_outs_pair_with_the_plain_arm():
+    plain = _family_rows("vit", {550: 0.60, 1_700: 0.70, 55_000: 0.88}) + \
+        _family_rows("bit", {550: 0.66, 1_700: 0.75, 55_000: 0.91})
+    swin = _family_rows("swin", {550: 0.64, 1_700: 0.72, 55_000: 0.885})
+    found = readouts.swin_arm(swin, plain)
+    assert found["W1"]["q"] == pytest.approx(3.0) and found["W1"]["verdict"] == "holds"
+    assert found["W2"]["q"] == pytest.approx(2.5) and found["W2"]["verdict"] == "holds"
+    deit = _family_rows("deit", {550: 0.62, 1_700: 0.71, 55_000: 0.882})
+    deit_aug = _family_rows("deit", {550: 0.65, 1_700: 0.74, 55_000: 0.90})
+    found = readouts.deit_arm(deit, deit_aug, plain)
+    assert found["D2"]["q"] == pytest.approx(1.5) and found["D2"]["verdict"] == "holds"
+    assert found["D1"]["q"] == pytest.approx(1.3) and found["D1"]["verdict"] == "holds"
+    assert found["D3"]["q"] == pytest.approx(3.0) and found["D3"]["verdict"] == "holds"
+    assert found["D4"]["q"] == pytest.approx(-1.0) and found["D4"]["verdict"] == "fails"  # the student trails its teacher
