@@ -1,8 +1,11 @@
 r"""A small Swin Transformer on Fashion-MNIST, matched to the default ViT (configs/fashion_mnist/vit.py).
 
     vitjax train --config configs/fashion_mnist/swin.py --workdir runs/swin
-Not yet trained to completion: no accuracy or time is claimed for it. A 20-step run (`--config.total_steps=20`)
-was checked to train, evaluate and write results.json.
+Expected: test accuracy ~0.887. Measured 2026-12-01, one run (seed 0): 0.8870 after 3,282 steps (7 epochs),
+test loss 0.313; the default ViT gives 0.8824 with the same recipe (configs/fashion_mnist/vit_distilled.py
+cites it). One seed: a 0.5-point difference is within the run-to-run spread seen in experiments/README.md.
+Wall time not measured: the run took 48 minutes niced beside the test suite and a sweep (load 8-11 on 2
+cores); its steps cost 1.24x the ViT's FLOPs.
 
 Size, from jax.eval_shape (parameters) and XLA's cost analysis of the forward pass of one 28x28 image
 (multiply-adds counted as 2, norms and softmax included), measured 2026-12-01:
