@@ -2,21 +2,23 @@
 
     objective = objectives.build(config, model, data_info)   # trainer.plan does this
     loss, metrics = objective.loss(params, extra, batch, rng, objectives.StepInfo(step))
+    sums = objective.eval_sums(params, eval_batch, rng)   # evaluation: {metric: sum over real rows}
+    objective.selection                                   # Selection('accuracy', higher_is_better=True)
 
 The interface is vitjax/objectives/base.py's `Objective`; vitjax/train/step.py runs any of them through
 one train step. Each objective's settings live in a config group of its own name (config.distillation).
 Adding one: a module here with an Objective subclass and its `from_config(config, model, info)`, an
 entry in OBJECTIVES, and its name in vitjax/train/validate.py's OBJECTIVES (checked before JAX starts).
 """
-from vitjax.objectives.base import Objective, StepInfo
+from vitjax.objectives.base import Objective, Selection, StepInfo
 from vitjax.objectives.distillation import Distillation
 from vitjax.objectives.losses import cross_entropy, kl_divergence
 from vitjax.objectives.supervised import Supervised
 
 OBJECTIVES = {"supervised": Supervised, "distillation": Distillation}
 
-__all__ = ["OBJECTIVES", "Distillation", "Objective", "StepInfo", "Supervised", "build", "cross_entropy",
-           "kl_divergence"]
+__all__ = ["OBJECTIVES", "Distillation", "Objective", "Selection", "StepInfo", "Supervised", "build",
+           "cross_entropy", "kl_divergence"]
 
 
 def build(config, model, info) -> Objective:
