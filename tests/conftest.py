@@ -30,3 +30,16 @@ def trained_tiny_run(tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("trained_tiny_run"))
     trainer.train(config, workdir)
     return workdir
+
+
+@pytest.fixture(scope="session")
+def uninterrupted_faults_run(tmp_path_factory):
+    """The reference of the kill-and-resume tests (tests/train/test_faults.py, tests/gcs): its tiny run of
+    STEPS steps through `vitjax train` in a subprocess, uninterrupted, in a local workdir. One for the session:
+    both modules compared against the same command's run, trained twice. They must not write into it."""
+    from tests.train import test_faults
+
+    workdir = tmp_path_factory.mktemp("uninterrupted")
+    run = test_faults._run(workdir)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return workdir

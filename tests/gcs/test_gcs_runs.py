@@ -23,12 +23,10 @@ from vitjax.train.init_from import load_pretrained
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
-    """The reference: the same tiny run, uninterrupted, in a local workdir."""
-    workdir = tmp_path_factory.mktemp("uninterrupted")
-    run = test_faults._run(workdir)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return workdir
+def uninterrupted(uninterrupted_faults_run):
+    """The reference: the same tiny run, uninterrupted, in a local workdir (tests/conftest.py; the one
+    tests/train/test_faults.py compares against too)."""
+    return uninterrupted_faults_run
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,8 @@
-"""End to end with seeds: `vitjax sweep` on 2 tiny ViTs x 2 training-set sizes x 2 seeds (8 runs of 4 steps
-on synthetic data, no few-shot probe), then `vitjax plot`: the summary averages each setting over its
-two seeds, and the figures are drawn from it."""
+"""End to end with seeds: `vitjax sweep` on a tiny ViT x 2 training-set sizes x 2 seeds (4 runs of 4 steps on
+synthetic data, no few-shot probe), then `vitjax plot`: the summary averages each setting over its two seeds
+(runs differing in `seed` and `data.subset_seed` share a group, runs differing in `data.train_size` do not),
+the paired difference pairs runs by seed, and the figures are drawn from the summary. (That a model override
+splits a group too is tests/sweep/test_aggregate.py's; one model here halves the sweep's subprocesses.)"""
 import csv
 import json
 import statistics
@@ -14,15 +16,14 @@ SWEEP = f'''
 TINY = {TINY!r}
 FEWSHOT = None
 BUDGET = "4 steps of batch 32, every run"
-TITLE = "Two tiny ViTs, two seeds"
-WIDTHS = {{"wide": {{"model.width": 32}}, "narrow": {{"model.width": 16}}}}
+TITLE = "A tiny ViT, two seeds"
 
 
 def get_runs(arg=None):
     budget = {{"total_steps": 4, "warmup_steps": 1, "log_every_steps": 2, "checkpoint_every_steps": 4}}
-    return [(f"{{model}}_n{{size}}_s{{seed}}", TINY, {{**budget, **width, "data.train_size": size, "seed": seed,
-                                                  "data.subset_seed": seed}})
-            for model, width in WIDTHS.items() for size in (128, 256) for seed in (0, 1)]
+    return [(f"vit_n{{size}}_s{{seed}}", TINY, {{**budget, "data.train_size": size, "seed": seed,
+                                              "data.subset_seed": seed}})
+            for size in (128, 256) for seed in (0, 1)]
 '''
 
 
@@ -42,9 +43,9 @@ def _csv(path):
 
 def test_the_summary_averages_each_setting_over_its_two_seeds(swept):
     runs = {r["name"]: r for r in _csv(swept / table.CSV)}
-    assert len(runs) == 8 and {r["seed"] for r in runs.values()} == {"0", "1"}
+    assert len(runs) == 4 and {r["seed"] for r in runs.values()} == {"0", "1"}
     summary = _csv(swept / table.SUMMARY_CSV)
-    assert len(summary) == 4
+    assert len(summary) == 2
     for group in summary:
         names = group["runs"].split()
         assert group["n"] == "2" and group["seeds"] == "0 1" and len(names) == 2
@@ -57,10 +58,10 @@ def test_the_summary_averages_each_setting_over_its_two_seeds(swept):
 
 def test_paired_difference_on_the_swept_runs(swept):
     rows = table.read(str(swept))
-    wide = [r for r in rows if r["name"].startswith("wide_n256")]
-    narrow = [r for r in rows if r["name"].startswith("narrow_n256")]
-    diff = aggregate.paired_difference(wide, narrow)
-    by_seed = {r["seed"]: r["accuracy"] for r in wide}, {r["seed"]: r["accuracy"] for r in narrow}
+    large = [r for r in rows if r["name"].startswith("vit_n256")]
+    small = [r for r in rows if r["name"].startswith("vit_n128")]
+    diff = aggregate.paired_difference(large, small)
+    by_seed = {r["seed"]: r["accuracy"] for r in large}, {r["seed"]: r["accuracy"] for r in small}
     assert diff["seeds"] == [0, 1] and diff["n"] == 2
     assert diff["mean"] == pytest.approx(statistics.fmean(by_seed[0][s] - by_seed[1][s] for s in (0, 1)))
 
@@ -74,9 +75,9 @@ def test_plot_draws_means_over_seeds(swept, tmp_path):
     assert "patch_size: skipped" in run.stdout
     summary = {g["runs"]: g for g in _csv(swept / table.SUMMARY_CSV)}
     drawn = _csv(figures / "data_scaling.csv")
-    assert len(drawn) == 4 and {r["n"] for r in drawn} == {"2"}
+    assert len(drawn) == 2 and {r["n"] for r in drawn} == {"2"}
     for row in drawn:  # the figure's table is the summary's numbers
         assert row["accuracy_mean"] == summary[row["runs"]]["accuracy_mean"]
-    assert len(_csv(figures / "compute.csv")) == 4
+    assert len(_csv(figures / "compute.csv")) == 2
     definition = json.loads((swept / table.SWEEP).read_text())
-    assert definition["budget"] == "4 steps of batch 32, every run" and definition["title"].startswith("Two tiny")
+    assert definition["budget"] == "4 steps of batch 32, every run" and definition["title"].startswith("A tiny ViT")

@@ -67,11 +67,8 @@ def _flatten(tree):
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
-    workdir = tmp_path_factory.mktemp("uninterrupted")
-    run = _run(workdir)
-    assert run.returncode == 0, run.stderr[-3000:]
-    return workdir
+def uninterrupted(uninterrupted_faults_run):
+    return uninterrupted_faults_run  # tests/conftest.py: shared with tests/gcs, which resumes the same run
 
 
 KILL_SEED = 2026
