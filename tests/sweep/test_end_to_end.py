@@ -156,11 +156,17 @@ LONG = ("FEWSHOT = None\n"
         f"'checkpoint_every_steps': 100000}})]\n")  # only a stop's checkpoint: it shows the stop was clean
 
 
+def _as_foreground_job():
+    # A shell's foreground job gets SIGINT's default action even when pytest itself runs with SIGINT
+    # ignored (started with `&` from a script), where the sweep would rightly keep ignoring Ctrl-C.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_sweep(sweep_file, out):
     # In a session of its own, like a shell's foreground job: the test plays the terminal.
     return subprocess.Popen([sys.executable, "-m", "vitjax", "sweep", str(sweep_file), "--workdir", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_as_foreground_job)
 
 
 def _wait_for(proc, path, text, offset=0):
