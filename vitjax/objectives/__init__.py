@@ -9,13 +9,14 @@ Adding one: a module here with an Objective subclass and its `from_config(config
 entry in OBJECTIVES, and its name in vitjax/train/validate.py's OBJECTIVES (checked before JAX starts).
 """
 from vitjax.objectives.base import Objective, StepInfo
+from vitjax.objectives.dino import DINO
 from vitjax.objectives.distillation import Distillation
 from vitjax.objectives.losses import cross_entropy, kl_divergence
 from vitjax.objectives.supervised import Supervised
 
-OBJECTIVES = {"supervised": Supervised, "distillation": Distillation}
+OBJECTIVES = {"supervised": Supervised, "distillation": Distillation, "dino": DINO}
 
-__all__ = ["OBJECTIVES", "Distillation", "Objective", "StepInfo", "Supervised", "build", "cross_entropy",
+__all__ = ["DINO", "OBJECTIVES", "Distillation", "Objective", "StepInfo", "Supervised", "build", "cross_entropy",
            "kl_divergence"]
 
 

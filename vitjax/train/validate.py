@@ -14,7 +14,7 @@ import os
 SCHEDULES = ("cosine", "linear", "constant")  # the decay after the warmup
 OPTIMIZERS = ("adam", "adamw", "sgd")
 NAN_POLICIES = ("stop", "skip")
-OBJECTIVES = ("supervised", "distillation")  # vitjax/objectives (its OBJECTIVES registry)
+OBJECTIVES = ("supervised", "distillation", "dino")  # vitjax/objectives (its OBJECTIVES registry)
 DTYPES = ("float32", "bfloat16", "float16")  # compute dtypes; parameters stay float32
 REMOTE_SCHEMES = ("gs", "s3", "az")  # the object stores etils.epath reaches (vitjax/storage.py)
 
