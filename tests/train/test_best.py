@@ -112,7 +112,7 @@ def test_only_a_strict_improvement_is_saved(tmp_path):
     log = _Log()
     for step in (1, 2, 3, 4):
         tracker(step, params=None, log=log)
-    assert saved == [(1, 0.5), (2, 0.7)] and tracker.best == best.Best(2, 0.7, 1.0)  # the tie kept step 2
+    assert saved == [(1, 0.5), (2, 0.7)] and tracker.best == best.Best(2, {"accuracy": 0.7, "loss": 1.0})  # the tie kept step 2
     tracker(5, params=None, log=log)
     assert saved[-1] == (5, 0.71) and [s for s, _ in log.rows] == [1, 2, 3, 4, 5]
     tracker.close()

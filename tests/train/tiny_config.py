@@ -1,6 +1,7 @@
 """A tiny ViT on learnable synthetic data: seconds per run, for end-to-end tests.
 
     vitjax train --config tests/train/tiny_config.py --workdir /tmp/tiny
+    vitjax train --config tests/train/tiny_config.py:model=mae --workdir /tmp/tiny_mae   # MAE pre-training
 """
 from vitjax.config import base, parse_arg
 
@@ -9,13 +10,20 @@ def get_config(arg=None):
     arg = parse_arg(arg, model="vit", steps=30)
     c = base()
     c.model_name = arg.model
-    if c.model_name == "vit":
+    if c.model_name in ("vit", "mae"):
         c.model.patch_size = 4
         c.model.width = 32
         c.model.depth = 1
         c.model.num_heads = 2
         c.model.mlp_dim = 64
-    else:
+    if c.model_name == "mae":  # the ViT's encoder, a one-block decoder of half its width
+        c.objective = "mae"
+        c.model.variant = None
+        c.model.decoder_width = 16
+        c.model.decoder_depth = 1
+        c.model.decoder_heads = 2
+        c.model.decoder_mlp_dim = 32
+    elif c.model_name != "vit":
         c.model.variant = "R26x1"
         c.model.stem = "small"
     c.data.name = "synthetic"

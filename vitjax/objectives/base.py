@@ -9,13 +9,31 @@ never seen by the optimiser; `update_extra` changes it after each applied update
 non-finite step leaves it as it was), from the updated parameters and from what the loss handed it
 under `EXTRA_INPUTS` in its metrics (DINO's centre moves by the teacher outputs of the step). None
 means no extra state, and keeps the checkpoint layout of the runs made before objectives existed.
+
+Evaluation is the objective's too, so the trainer evaluates any objective the same way
+(vitjax/evaluate/split.py's Evaluator, vitjax/train/best.py):
+- `eval_sums(params, batch, rng)` gives per-batch SUMS over the batch's real rows of named per-example
+  metrics; the evaluator adds them over a split and divides by the number of examples, so a metric is a
+  mean over the split's examples whatever the batch size or device count. The names become the run's
+  keys: metric `m` is logged as `val_m` / `test_m`, and results.json holds `test_m`, and with a
+  validation split `best_val_m` and `test_m_at_best`. Classification (the default) gives
+  {'accuracy', 'loss'}: a supervised run's keys are those of the runs made before objectives existed.
+- `selection` names the metric that picks the best-validation checkpoint and whether higher is better
+  (classification: accuracy, higher; MAE: the reconstruction loss, lower). A tie keeps the earlier step.
+- `rng` is a key fixed for each batch of a split (the evaluator derives it from the batch's index alone),
+  for objectives whose evaluation draws (MAE's masks): evaluating the same parameters twice, at another
+  step or after a resume, gives the same numbers.
+Evaluations that are not sums over examples (a k-NN classifier needs the whole train split's features)
+are evaluators of their own in vitjax/evaluate, run on saved parameters.
 """
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import flax
 import flax.linen as nn
 import jax
+
+from vitjax.evaluate import classification
 
 
 # The metrics key under which a loss may hand values (a pytree) to `update_extra`: averaged over
@@ -30,12 +48,25 @@ class StepInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class Selection:
+    """Which evaluation metric (a name `eval_sums` returns) picks the best-validation checkpoint, and
+    which way is better."""
+    metric: str = "accuracy"
+    higher_is_better: bool = True
+
+    def improves(self, new: float, old: float) -> bool:
+        """Whether `new` is strictly better than `old` (a tie is not: it keeps the earlier step)."""
+        return new > old if self.higher_is_better else new < old
+
+
+@dataclasses.dataclass(frozen=True)
 class Objective:
     """The supervised defaults; subclasses override `loss` and whatever else they need.
 
     `model` is the student, the module whose parameters the optimiser trains.
     """
     model: nn.Module
+    selection: ClassVar[Selection] = Selection("accuracy", higher_is_better=True)  # see the module docstring
 
     def init_extra(self, params, key) -> Any:
         """The extra state at step 0 given the initial parameters, traced (under jax.eval_shape for its
@@ -60,7 +91,15 @@ class Objective:
         loss returned under metrics[EXTRA_INPUTS] (None when nothing); identity by default."""
         return extra
 
+    def eval_sums(self, params, batch, rng) -> dict:
+        """{metric name: its sum over the real rows of `batch`} (see the module docstring), traced.
+
+        `batch`: {'image' [B, H, W, C], 'label' [B] int, 'mask' [B] bool: False for padding rows, which
+        must add nothing}. From the parameters alone: the best-validation checkpoint holds no more.
+        Default: classification of `eval_logits`, {'accuracy': correct predictions, 'loss': summed
+        cross-entropy}."""
+        return classification.sums(self.eval_logits(params, batch["image"]), batch)
+
     def eval_logits(self, params, images) -> jax.Array:
-        """Logits [batch, classes] that evaluation scores (accuracy and loss on the test or
-        validation split). From the parameters alone: the best-validation checkpoint holds no more."""
+        """Logits [batch, classes] that classification evaluation scores (the default `eval_sums`)."""
         return self.model.apply({"params": params}, images, train=False)

@@ -27,8 +27,9 @@ schedule (0.04 to 0.4) and lr scaling are the optimiser's config, not the object
 
 Logged every log step besides the loss: teacher_entropy, teacher_kl_to_centre, teacher_student_kl,
 embedding_std (the collapse monitors, `dino_formulas.collapse_monitors`), teacher_temperature and
-teacher_momentum. Frozen features are evaluated with the weighted k-NN (vitjax/evaluate/knn.py) and
-the few-shot probe, on the backbone's CLS embedding.
+teacher_momentum. The trainer's evaluations (eval_sums) are label-free view metrics; frozen features
+are evaluated with the weighted k-NN (vitjax/evaluate/knn.py, `vitjax eval --knn`) and the few-shot
+probe, on the backbone's CLS embedding.
 """
 import dataclasses
 
@@ -37,11 +38,13 @@ import jax.numpy as jnp
 
 from vitjax import durations
 from vitjax.objectives import dino_config, dino_formulas as formulas, multicrop
-from vitjax.objectives.base import EXTRA_INPUTS, Objective, StepInfo
+from vitjax.objectives.base import EXTRA_INPUTS, Objective, Selection, StepInfo
 
 
 @dataclasses.dataclass(frozen=True)
 class DINO(Objective):
+    # Label-free, so collapse-blind (eval_sums); runs without a validation split evaluate the last step.
+    selection = Selection("view_agreement", higher_is_better=True)
     crops: multicrop.Crops = None
     total_steps: int = 1
     steps_per_epoch: int = 1
@@ -120,6 +123,27 @@ class DINO(Objective):
         last = {k: jnp.where(frozen, jax.lax.stop_gradient(v), v) for k, v in last.items()}
         return {**params, "dino_head": {**head, "last_layer": last}}
 
+    def eval_sums(self, params, batch, rng):
+        """Label-free: each example's two global views (crops drawn from the evaluator's fixed key) seen by
+        the student alone. 'view_agreement': 1 where their top prototypes agree; 'view_cross_entropy':
+        the loss's cross-entropy between them, one view at the final teacher temperature, no centre, both
+        ways averaged. Both also reward a collapse: the frozen-feature k-NN is the measure of quality."""
+        crops = dataclasses.replace(self.crops, local_crops=0)
+        views = multicrop.views(rng, batch["image"], crops).global_crops
+        scores, _ = self._apply(params, views, train=False)
+        first, second = scores[0], scores[1]
+        agree = (jnp.argmax(first, -1) == jnp.argmax(second, -1)).astype(jnp.float32)
+        cross = 0.5 * (_cross_entropy(first, second, self.teacher_temp, self.student_temp)
+                       + _cross_entropy(second, first, self.teacher_temp, self.student_temp))
+        real = batch["mask"].astype(jnp.float32)
+        return {"view_agreement": jnp.sum(agree * real), "view_cross_entropy": jnp.sum(cross * real)}
+
     def eval_logits(self, params, images):
-        raise ValueError("a DINO model has no classifier to score; evaluate its frozen features with "
-                         "`vitjax eval --knn` (vitjax/evaluate/knn.py) or the few-shot probe")
+        raise NotImplementedError("a DINO model has no classifier: its evaluation is eval_sums' view metrics; "
+                                  "evaluate its frozen features with `vitjax eval --knn` or the few-shot probe")
+
+
+def _cross_entropy(target, prediction, target_temp, prediction_temp):
+    """Per example: -sum_k softmax(target / target_temp) log_softmax(prediction / prediction_temp)."""
+    p = jax.nn.softmax(target / target_temp, -1)
+    return -jnp.sum(p * jax.nn.log_softmax(prediction / prediction_temp, -1), -1)

@@ -17,37 +17,42 @@ at step S finds every improvement up to S already saved.
 
 On resume the best so far is read back from that checkpoint's meta. It may be from a step past the one
 the run resumes from (saved before the train state of its step was): the resumed run evaluates that
-step again on the same parameters, gets the same accuracy, and a tie keeps it, so the run ends with the
+step again on the same parameters, gets the same metrics (evaluation is deterministic, its keys
+fixed), and a tie keeps it, so the run ends with the
 results an uninterrupted one has.
 """
 import dataclasses
 
 from vitjax import rundir
+from vitjax.objectives import Selection
 from vitjax.train import checkpoint
+
+_PREFIX = "val_"  # of the metrics in the log and in the best checkpoint's meta
 
 
 @dataclasses.dataclass(frozen=True)
 class Best:
     step: int
-    accuracy: float
-    loss: float
+    metrics: dict  # {metric name: its validation value at `step`}
 
 
 class BestValidation:
     """Called as (step, params, log) at each scheduled evaluation; `best` is the best step so far (None
     before the first evaluation).
 
-    `evaluator` evaluates parameters on the validation split. `save(checkpointer, step, tree, meta)`
-    saves, as the trainer saves its train state (it turns a non-finite state into the trainer's error).
+    `evaluator` evaluates parameters on the validation split ({metric: value}); `selection` says which
+    metric picks the best and which way (default: accuracy, higher). `save(checkpointer, step, tree,
+    meta)` saves, as the trainer saves its train state (it turns a non-finite state into the trainer's error).
     """
 
     def __init__(self, workdir: str, evaluator, abstract_params, *, val_size: int, save, config: dict,
-                 val_split: str = ""):
+                 val_split: str = "", selection: Selection = Selection()):
         self._evaluate = evaluator
         self._abstract = {"params": abstract_params}  # rundir.read_checkpoint_params reads it as any step
         self._val_size = val_size  # examples of the validation split, however it was made
         self._val_split = val_split
         self._save = save
+        self._selection = selection
         self._ckpt = checkpoint.Checkpointer(rundir.best_checkpoint_dir(workdir), max_to_keep=1,
                                              async_save=False, config=config)
         self.best = self._recorded()
@@ -57,35 +62,39 @@ class BestValidation:
         if not self._ckpt.steps():  # before restore_latest, which would look for set-aside steps
             return None
         _, meta = self._ckpt.restore_latest(self._abstract)
-        return Best(int(meta["step"]), meta["val_accuracy"], meta["val_loss"])
+        return Best(int(meta["step"]), {k[len(_PREFIX):]: v for k, v in meta.items() if k.startswith(_PREFIX)})
 
     def __call__(self, step: int, params, log) -> None:
         """Evaluates `params` (step `step`) on the validation split, logs it, and keeps them if best."""
         metrics = self._evaluate(params)
-        log.write(step, {"val_accuracy": metrics["accuracy"], "val_loss": metrics["loss"]})
-        if self.best is None or metrics["accuracy"] > self.best.accuracy:  # ties keep the earlier step
-            self._save(self._ckpt, step, {"params": params},
-                       {"val_accuracy": metrics["accuracy"], "val_loss": metrics["loss"]})
-            self.best = Best(step, metrics["accuracy"], metrics["loss"])
+        logged = {_PREFIX + name: value for name, value in metrics.items()}
+        log.write(step, logged)
+        name = self._selection.metric
+        if name not in metrics:
+            raise KeyError(f"the objective selects the best step by {name!r}, which its evaluation does not "
+                           f"give (it gives {sorted(metrics)})")
+        if self.best is None or self._selection.improves(metrics[name], self.best.metrics[name]):
+            self._save(self._ckpt, step, {"params": params}, logged)
+            self.best = Best(step, dict(metrics))
         if rundir.is_writer():
-            print(f"step {step}: validation accuracy {metrics['accuracy']:.4f} (best {self.best.accuracy:.4f} "
+            print(f"step {step}: validation {name} {metrics[name]:.4f} (best {self.best.metrics[name]:.4f} "
                   f"at step {self.best.step})", flush=True)
 
     def test_at_best(self, test_evaluator) -> dict:
-        """{'test_accuracy_at_best', 'test_loss_at_best'}: the best step's parameters, restored from
-        their checkpoint (checksums verified), evaluated by `test_evaluator`."""
+        """{'test_m_at_best'} for each metric m (classifiers: accuracy and loss): the best step's
+        parameters, restored from their checkpoint (checksums verified), evaluated by `test_evaluator`."""
         if self.best is None:
             raise RuntimeError("no validation evaluation was made; the trainer evaluates the last step always")
         restored, _ = self._ckpt.restore_latest(self._abstract)  # the one step kept: self.best's
         test = test_evaluator(restored["params"])
-        return {"test_accuracy_at_best": test["accuracy"], "test_loss_at_best": test["loss"]}
+        return {f"test_{name}_at_best": value for name, value in test.items()}
 
     def summary(self) -> dict:
         """results.json's keys of the validation split (its size; its name when data.val_split named it)
-        and of its best step."""
+        and of its best step ('best_step', 'best_val_m' for each metric m)."""
         named = {"val_split": self._val_split} if self._val_split else {}
         return {"val_size": self._val_size, **named, "best_step": self.best.step,
-                "best_val_accuracy": self.best.accuracy, "best_val_loss": self.best.loss}
+                **{f"best_val_{name}": value for name, value in self.best.metrics.items()}}
 
     def close(self) -> None:
         self._ckpt.close()

@@ -11,14 +11,15 @@ import flax.linen as nn
 import jax
 
 from vitjax import rundir
-from vitjax.evaluate.classification import Evaluator
+from vitjax.evaluate.split import Evaluator
 from vitjax.train import trainer
 from vitjax.train.checkpoint import Checkpointer
 
 
 def evaluate_workdir(workdir: str, checkpoint: str | None = None) -> dict:
-    """Test accuracy and loss of the run's newest good checkpoint, or of `checkpoint` (anything
-    `rundir.locate` takes); also written to the run's eval.json."""
+    """The objective's test metrics ('test_m'; a classifier's test_accuracy and test_loss) of the run's
+    newest good checkpoint, or of `checkpoint` (anything `rundir.locate` takes); also written to the
+    run's eval.json."""
     run = rundir.locate(workdir)
     chosen = rundir.locate(checkpoint) if checkpoint else run
     config = rundir.load_config(run.run_dir)
@@ -34,10 +35,9 @@ def evaluate_workdir(workdir: str, checkpoint: str | None = None) -> dict:
         if restored is None:
             raise FileNotFoundError(f"no checkpoint in {chosen.checkpoint_dir}")
         state, _ = restored
-        evaluator = Evaluator(p.model, config.data, batch_size=config.eval_batch_size, mesh=p.mesh,
-                              params_sharding=spec.shardings.params, compiler_options=p.compiler_options,
-                              logits=p.objective.eval_logits)
+        evaluator = Evaluator(p.objective.eval_sums, config.data, batch_size=config.eval_batch_size, mesh=p.mesh,
+                              params_sharding=spec.shardings.params, compiler_options=p.compiler_options)
         metrics = evaluator(state.params)
-    results = {"step": int(state.step), "test_accuracy": metrics["accuracy"], "test_loss": metrics["loss"]}
+    results = {"step": int(state.step), **{f"test_{name}": value for name, value in metrics.items()}}
     rundir.write_json(run.run_dir, rundir.EVAL, results)
     return results

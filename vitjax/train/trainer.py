@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from jax.experimental import multihost_utils
 
 from vitjax import data, models, objectives, parallel, rundir, storage
-from vitjax.evaluate import classification
+from vitjax.evaluate import split as evaluation
 from vitjax.train import best, checkpoint, flops, optimizer, profile, step as steps, validate
 from vitjax.train.init_from import load_pretrained
 from vitjax.train.preemption import Preempted
@@ -222,11 +222,11 @@ def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
     return results
 
 
-def _evaluator(config, p: Plan, spec: StateSpec, split: str | None = None) -> classification.Evaluator:
-    """Evaluates parameters on `split` (None: the test split)."""
-    return classification.Evaluator(p.model, config.data, batch_size=config.eval_batch_size, mesh=p.mesh,
-                                    params_sharding=spec.shardings.params, split=split,
-                                    compiler_options=p.compiler_options, logits=p.objective.eval_logits)
+def _evaluator(config, p: Plan, spec: StateSpec, split: str | None = None) -> evaluation.Evaluator:
+    """Evaluates parameters on `split` (None: the test split): the means of the objective's metrics."""
+    return evaluation.Evaluator(p.objective.eval_sums, config.data, batch_size=config.eval_batch_size, mesh=p.mesh,
+                                params_sharding=spec.shardings.params, split=split,
+                                compiler_options=p.compiler_options)
 
 
 def _validation(config, p: Plan, spec: StateSpec, workdir: str) -> best.BestValidation | None:
@@ -240,14 +240,14 @@ def _validation(config, p: Plan, spec: StateSpec, workdir: str) -> best.BestVali
               "eval_every_steps to choose among steps", flush=True)
     return best.BestValidation(workdir, _evaluator(config, p, spec, split=data.VAL),
                                spec.abstract.params, val_size=p.info.num_val, val_split=config.data.val_split,
-                               save=_save, config=rundir.config_to_dict(config))
+                               save=_save, config=rundir.config_to_dict(config), selection=p.objective.selection)
 
 
 def _final_evaluations(p: Plan, params, log, evaluator, validation) -> dict:
-    """The test metrics of the final parameters and, with a validation split, the best step's
-    validation metrics and the test metrics of its parameters; the test metrics are logged too."""
-    final = evaluator(params)
-    logged = {"test_accuracy": final["accuracy"], "test_loss": final["loss"]}
+    """The test metrics of the final parameters ('test_m' for each metric m of the objective's
+    evaluation) and, with a validation split, the best step's validation metrics and the test metrics
+    of its parameters; the test metrics are logged too."""
+    logged = {f"test_{name}": value for name, value in evaluator(params).items()}
     if validation is None:
         log.write(p.total_steps, logged)
         return logged
@@ -323,7 +323,7 @@ def _metrics_log(workdir: str, resumed_at: int, total_steps: int) -> rundir.Metr
     """
     def written_again(row):
         step = row.get("step", 0)
-        return step > resumed_at or (step == total_steps and "test_accuracy" in row)
+        return step > resumed_at or (step == total_steps and any(k.startswith("test_") for k in row))
 
     rundir.keep_metrics(workdir, lambda row: not written_again(row))
     return rundir.MetricsLog(workdir)
@@ -387,7 +387,7 @@ def _evaluate(done: int, params, log, evaluator, validation) -> None:
         return
     midway = evaluator(params)
     log.write(done, {f"test_{k}": v for k, v in midway.items()})
-    _say(f"step {done}: test accuracy {midway['accuracy']:.4f}")
+    _say(f"step {done}: " + ", ".join(f"test {k} {v:.4f}" for k, v in midway.items()))
 
 
 class _LogWindow:
@@ -460,7 +460,9 @@ def _say(line: str) -> None:
 
 
 def _summary(results) -> str:
-    return (f"test_accuracy={results['test_accuracy']:.4f} after {results['steps']} steps, "
+    """The final test metrics (test_accuracy, test_loss for a classifier), steps, examples and time."""
+    tests = [f"{k}={v:.4f}" for k, v in results.items() if k.startswith("test_") and not k.endswith("_at_best")]
+    return (f"{' '.join(tests)} after {results['steps']} steps, "
             f"{results['examples_seen']:,} examples, {_duration(results['wall_seconds'])}")
 
 

@@ -14,7 +14,11 @@ import os
 SCHEDULES = ("cosine", "linear", "constant")  # the decay after the warmup
 OPTIMIZERS = ("adam", "adamw", "sgd")
 NAN_POLICIES = ("stop", "skip")
-OBJECTIVES = ("supervised", "distillation", "dino")  # vitjax/objectives (its OBJECTIVES registry)
+OBJECTIVES = ("supervised", "distillation", "mae", "dino")  # vitjax/objectives (its OBJECTIVES registry)
+# Objectives that train one model family only, and the family each needs (and that needs it): MAE's
+# loss is its reconstruction, which only the MAE model makes, and the MAE model has no class head;
+# DINO's loss compares its projection head's outputs, which only the DINO model has.
+OBJECTIVE_MODELS = {"mae": "mae", "dino": "dino"}
 DTYPES = ("float32", "bfloat16", "float16")  # compute dtypes; parameters stay float32
 REMOTE_SCHEMES = ("gs", "s3", "az")  # the object stores etils.epath reaches (vitjax/storage.py)
 
@@ -95,10 +99,29 @@ def config(c) -> None:
             good = False
         if not good:
             problems.append(f"{key}={value!r}: {fix}")
+    problems += _objective_and_model(c)
     if len(problems) == 1:
         raise ValueError(problems[0])
     if problems:
         raise ValueError("config values no run can use:\n  " + "\n  ".join(problems))
+
+
+def _objective_and_model(c) -> list[str]:
+    """The pairings of objective and model_name that no run can train, each with its fix."""
+    objective, model_name = _get(c, "objective"), _get(c, "model_name")
+    if objective is _ABSENT or model_name is _ABSENT:
+        return []
+    needed = OBJECTIVE_MODELS.get(objective)
+    if needed is not None and model_name != needed:
+        return [f"objective={objective!r} trains model_name={needed!r}, got model_name={model_name!r}: set "
+                f"--config.model_name={needed} (with its model settings, e.g. configs/fashion_mnist/{needed}.py), "
+                f"or choose another objective"]
+    wanting = [name for name, family in OBJECTIVE_MODELS.items() if family == model_name]
+    if wanting and objective not in wanting:
+        return [f"model_name={model_name!r} is trained by objective={wanting[0]!r} only, got "
+                f"objective={objective!r}: set --config.objective={wanting[0]} (to fine-tune its encoder as "
+                f"a classifier, train a ViT with --config.init_from=<the {model_name} run>)"]
+    return []
 
 
 def workdir(path: str) -> None:
