@@ -50,10 +50,19 @@ class Views:
 def crop_boxes(rng, batch: int, height: int, width: int, scale, ratio=RATIO):
     """(top, left, box height, box width), each int32 [batch]: torchvision's RandomResizedCrop.get_params,
     vectorised over the batch and its 10 tries."""
-    area_key, ratio_key, top_key, left_key = jax.random.split(rng, 4)
-    target = height * width * jax.random.uniform(area_key, (batch, ATTEMPTS), minval=scale[0], maxval=scale[1])
-    aspect = jnp.exp(jax.random.uniform(ratio_key, (batch, ATTEMPTS), minval=math.log(ratio[0]),
-                                        maxval=math.log(ratio[1])))
+    return boxes_from(jax.random.uniform(rng, (batch, DRAWS)), height, width, scale, ratio)
+
+
+# Uniform draws per example and view, all from one call: 10 area fractions, 10 log-ratios, the two
+# offsets and the flip. (Each call of the random generator adds seconds to the step's compilation.)
+DRAWS = 2 * ATTEMPTS + 3
+
+
+def boxes_from(uniforms, height: int, width: int, scale, ratio=RATIO):
+    """`crop_boxes` from uniform draws [batch, DRAWS] in [0, 1)."""
+    area, log_ratio = uniforms[:, :ATTEMPTS], uniforms[:, ATTEMPTS:2 * ATTEMPTS]
+    target = height * width * (scale[0] + (scale[1] - scale[0]) * area)
+    aspect = jnp.exp(math.log(ratio[0]) + (math.log(ratio[1]) - math.log(ratio[0])) * log_ratio)
     box_w = jnp.round(jnp.sqrt(target * aspect)).astype(jnp.int32)
     box_h = jnp.round(jnp.sqrt(target / aspect)).astype(jnp.int32)
     fits = (box_w > 0) & (box_h > 0) & (box_w <= width) & (box_h <= height)
@@ -63,8 +72,8 @@ def crop_boxes(rng, batch: int, height: int, width: int, scale, ratio=RATIO):
     box_h = jnp.where(found, jnp.take_along_axis(box_h, first, 1)[:, 0], fallback_h)
     box_w = jnp.where(found, jnp.take_along_axis(box_w, first, 1)[:, 0], fallback_w)
     # randint(0, H - h + 1): uniform integer offsets, the box inside the image.
-    top = jnp.floor(jax.random.uniform(top_key, (batch,)) * (height - box_h + 1)).astype(jnp.int32)
-    left = jnp.floor(jax.random.uniform(left_key, (batch,)) * (width - box_w + 1)).astype(jnp.int32)
+    top = jnp.floor(uniforms[:, 2 * ATTEMPTS] * (height - box_h + 1)).astype(jnp.int32)
+    left = jnp.floor(uniforms[:, 2 * ATTEMPTS + 1] * (width - box_w + 1)).astype(jnp.int32)
     fallback = ~found  # torchvision centres its fallback box
     top = jnp.where(fallback, (height - box_h) // 2, top)
     left = jnp.where(fallback, (width - box_w) // 2, left)
@@ -95,20 +104,23 @@ def resized_crops(images, boxes, size: int):
 
 def random_flips(rng, crops):
     """Each crop [batch, h, w, C] mirrored left-right with probability 1/2."""
-    flipped = jax.random.bernoulli(rng, 0.5, (crops.shape[0],))
-    return jnp.where(flipped[:, None, None, None], crops[:, :, ::-1], crops)
+    return _flipped(crops, jax.random.uniform(rng, (crops.shape[0],)) < 0.5)
+
+
+def _flipped(crops, flip):
+    return jnp.where(flip[:, None, None, None], crops[:, :, ::-1], crops)
 
 
 def _views_of(rng, images, count: int, size: int, scale, flip: bool):
     """[count, batch, size, size, C]: `count` independent random resized crops of every image."""
     batch, height, width = images.shape[:3]
+    uniforms = jax.random.uniform(rng, (count, batch, DRAWS))
 
-    def one(key):
-        box_key, flip_key = jax.random.split(key)
-        crops = resized_crops(images, crop_boxes(box_key, batch, height, width, scale), size)
-        return random_flips(flip_key, crops) if flip else crops
+    def one(draws):
+        crops = resized_crops(images, boxes_from(draws, height, width, scale), size)
+        return _flipped(crops, draws[:, -1] < 0.5) if flip else crops
 
-    return jax.vmap(one)(jax.random.split(rng, count))
+    return jax.vmap(one)(uniforms)
 
 
 def views(rng, images, crops: Crops) -> Views:
