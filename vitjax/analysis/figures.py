@@ -219,3 +219,22 @@ def filter_components(pcas: dict[str, tuple], spectra: dict[str, np.ndarray], ra
     _spectrum(bottom.subplots(), spectra, random)
     fig.suptitle(f"Principal components of the {title}", fontsize=10)
     return _save(fig, path)
+
+
+def mae_reconstructions(originals: np.ndarray, panels: dict[str, np.ndarray], path: str) -> str:
+    """One row per image, one column per panel (the key is its title; NaN pixels are drawn blank),
+    every panel of a row on the original's value range, so brightness compares across the row."""
+    count, columns = len(originals), len(panels)
+    cell = 1.4
+    fig, axes = plt.subplots(count, columns, figsize=(cell * columns + 0.3, cell * count + 0.6), squeeze=False,
+                             layout="constrained")
+    for i in range(count):
+        low, high = float(np.min(originals[i])), float(np.max(originals[i]))
+        for j, (title, images) in enumerate(panels.items()):
+            image = np.clip((np.asarray(images[i], np.float64) - low) / max(high - low, 1e-12), 0, 1)
+            image = np.where(np.isnan(image), 1.0, image)  # masked patches: blank (white)
+            image = image[..., 0] if image.shape[-1] == 1 else image
+            axes[i, j].imshow(image, cmap="gray", vmin=0, vmax=1, interpolation="nearest")
+            _bare(axes[i, j], title if i == 0 else None)
+    fig.suptitle("MAE reconstructions (visible patches: the input's; masked: the model's)", fontsize=10)
+    return _save(fig, path)

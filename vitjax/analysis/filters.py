@@ -11,13 +11,13 @@ from vitjax.analysis.posemb import NotApplicable
 
 def first_layer_kernel(model, params) -> tuple[np.ndarray, str]:
     """(kernel [kh, kw, C, D], description) of the layer that sees the pixels, or NotApplicable."""
-    from vitjax.models import BiT, Swin, ViT  # the models package imports flax; keep this module light
+    from vitjax.models import MAE, BiT, Swin, ViT  # the models package imports flax; keep this module light
 
     if isinstance(model, ViT) and model.resnet is not None:
         raise NotApplicable(
             f"the {model.resnet} hybrid embeds ResNet feature maps, not pixels: its patch-embedding "
             f"filters are not images")
-    if isinstance(model, (ViT, Swin)):  # both embed pixel patches with vit.PatchEmbedding
+    if isinstance(model, (ViT, Swin, MAE)):  # all embed pixel patches with vit.PatchEmbedding
         return np.asarray(params["embedding"]["kernel"]), "patch-embedding filters (embedding/kernel)"
     if isinstance(model, BiT):
         from vitjax.models.bit import standardize

@@ -8,6 +8,9 @@ Writes into FIGDIR (default DIR/analysis), each figure beside its data:
     attention_maps.png / .json      attention rollout and last-layer CLS attention, over test images
     filter_pca.png / .json          principal components of the first-layer (patch-embedding) filters,
                                     and their variance spectrum against random Gaussian filters
+    mae_reconstructions.png / .json an MAE run's reconstructions of test images: original, masked input,
+                                    prediction, and prediction with the visible patches pasted back
+                                    (vitjax/analysis/reconstruction.py)
     summary.json                    what was written, what was skipped and why, the settings, and
                                     'numbers': each figure's read-out for every model analysed
 
@@ -32,7 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from vitjax.analysis import control, filters as filters_lib, posemb as posemb_lib
+from vitjax.analysis import control, filters as filters_lib, posemb as posemb_lib, reconstruction
 from vitjax.analysis.control import INIT, TRAINED
 from vitjax.analysis.posemb import NotApplicable
 
@@ -75,7 +78,11 @@ def _rounded(array, digits=6):
 # --- One section a figure ----------------------------------------------------------------------
 
 def _vit_only(model, what: str) -> None:
-    from vitjax.models import BiT, ViT
+    from vitjax.models import MAE, BiT, ViT
+    if isinstance(model, MAE):
+        raise NotApplicable(f"{what} is written for the ViT classifier; an MAE's encoder sees a random subset "
+                            f"of the patches and has a fixed sin-cos table: analyse its encoder as a ViT "
+                            f"fine-tuned from this run (init_from)")
     if isinstance(model, BiT):
         raise NotApplicable(f"{type(model).__name__} is a ResNet with no attention layers and no position "
                             f"embeddings, so {what} does not apply")
@@ -181,6 +188,32 @@ def _map_files(model_stats, variants, images, grid, patch, out) -> list[str]:
     ]
 
 
+def reconstruction_section(model, variants, images, out, *, num_show=NUM_SHOW, images_note=None):
+    """An MAE's reconstructions of the first `num_show` images, each model's beside the others', under
+    the same masks; the summary numbers are each model's masked-patch loss on them."""
+    if not reconstruction.applies(model):
+        raise NotApplicable(f"reconstructions are drawn for MAE runs; {type(model).__name__} reconstructs nothing")
+    if images is None:
+        raise NotApplicable(f"no test images: {images_note or 'none were given'}")
+    made = {v.name: reconstruction.reconstruct(model, v.params, images[:num_show]) for v in variants}
+    trained = made[TRAINED]
+    panels = {"Original": trained["original"], "Masked input": trained["masked"]}
+    for v in variants:
+        panels[f"{v.name}: prediction"] = made[v.name]["prediction"]
+        panels[f"{v.name}: + visible"] = made[v.name]["pasted"]
+    from vitjax.analysis import figures
+    numbers = {v.name: round(made[v.name]["loss"], 6) for v in variants}
+    numbers["note"] = (f"masked-patch loss (norm_pix_loss={model.norm_pix_loss}) on the {len(trained['original'])} "
+                       f"images drawn, masks from key {reconstruction.MASK_SEED}")
+    files = [figures.mae_reconstructions(trained["original"], panels, os.path.join(out, "mae_reconstructions.png")),
+             _write_json(os.path.join(out, "mae_reconstructions.json"), {
+                 "mask_ratio": model.mask_ratio, "norm_pix_loss": model.norm_pix_loss,
+                 "mask_seed": reconstruction.MASK_SEED, "masks": trained["mask"].astype(int).tolist(),
+                 "loss": {v.name: made[v.name]["loss"] for v in variants},
+                 "note": "norm_pix_loss predictions un-normalised with each original patch's mean and variance"})]
+    return files, numbers
+
+
 def attention_sections(model, variants, images, out, *, num_show=NUM_SHOW) -> tuple[dict, dict, dict]:
     """Both attention figures from one pass over the images a model:
     ({name: paths}, settings for the summary, summary numbers)."""
@@ -238,6 +271,9 @@ def analyze(model, params, images, out: str, *, init_params=None, init_label: st
     else:
         attempt("posemb_similarity", lambda: posemb_section(model, variants, image_shape, out))
     attempt("filter_pca", lambda: filters_section(model, variants, out))
+    if reconstruction.applies(model):  # a figure of one family: not listed as skipped for the others
+        attempt("mae_reconstructions", lambda: reconstruction_section(
+            model, variants, images if have_images else None, out, num_show=num_show, images_note=images_note))
 
     attention_names = ("attention_distance", "attention_maps")
     try:
@@ -264,16 +300,18 @@ def _host(params) -> dict:
 
 
 def model_from_config(config, params):
-    """The run's model; the class count is read off the head kernel, so no dataset is needed.
+    """The run's model; the class count is read off the head kernel, so no dataset is needed (an MAE,
+    which predicts pixels, has no head and needs none).
 
     Computation is float32 whatever the run's dtype: this is a handful of forward passes, and
     distances and maps should not carry bfloat16 rounding.
     """
     from vitjax import models
-    if "head" not in params:
+    num_classes = int(np.shape(params["head"]["kernel"])[-1]) if "head" in params else None
+    model = models.build(config.model_name, num_classes or 1, dtype="float32", **config.model.to_dict())
+    if num_classes is None and not isinstance(model, models.MAE):
         raise ValueError("the checkpoint has no 'head' parameters; cannot tell the number of classes")
-    num_classes = int(np.shape(params["head"]["kernel"])[-1])
-    return models.build(config.model_name, num_classes, dtype="float32", **config.model.to_dict())
+    return model
 
 
 def load_images(config, num_images: int) -> np.ndarray:

@@ -100,7 +100,9 @@ def build(config, *, inference: bool = True, seed: int = 0) -> JaxModel:
 
     infer = None
     if inference:
-        forward = jax.jit(lambda params, images: p.model.apply({"params": params}, images, train=False),
+        # A 'mask' key for the families that draw one at inference (MAE); the others ignore it.
+        forward = jax.jit(lambda params, images: p.model.apply({"params": params}, images, train=False,
+                                                               rngs={"mask": jax.random.key(0)}),
                           in_shardings=(spec.shardings.params, batch_sharding))
         start = time.perf_counter()
         with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
@@ -110,6 +112,6 @@ def build(config, *, inference: bool = True, seed: int = 0) -> JaxModel:
             config, p.model, forward, jax.ShapeDtypeStruct(batch["image"].shape, jnp.float32))
         info["memory"]["infer"] = _memory(forward)
         images = batch["image"]
-        infer = Workload("vitjax infer", lambda: forward(holder["state"].params, images).block_until_ready(),
+        infer = Workload("vitjax infer", lambda: jax.block_until_ready(forward(holder["state"].params, images)),
                          images=config.batch_size, flops=info["xla_flops_per_step"]["infer"])
     return JaxModel(p, train, infer, info, host, lambda: holder["state"].params)

@@ -6,6 +6,7 @@
     vitjax bench --config configs/bench/vit.py:variant=B/16,res=224,batch=8 --config.model.scan=True --compile_only
     vitjax bench --config configs/fashion_mnist/vit.py --profile runs/profile --no_timm   # + per-op table
     vitjax bench --no_timm --against 'model.kernels=()'   # the train step with one override, side by side
+    vitjax bench --config configs/bench/mae.py --beside configs/bench/vit.py --no_timm   # MAE beside its ViT
 
 Prints a table and writes the same figures as JSON (--out). Heavy modules (jax, torch, the data
 pipeline) are imported when the command runs, so adding its arguments to the CLI parser costs nothing.
@@ -60,6 +61,11 @@ def main_args(parser) -> None:
                         help="also time the vitjax train step with this one config override (as for --config.KEY), "
                              "in the same rounds, and report the config's step over it; repeatable, one variant "
                              "each, e.g. --against 'model.kernels=()'")
+    parser.add_argument("--beside", action="append", default=[], metavar="CONFIG",
+                        help="also time the vitjax train step of another config file (configs/<file>.py[:arg], as "
+                             "written: the --config.KEY overrides are not applied to it) in the same rounds, and "
+                             "report the config's step over it; repeatable, e.g. an MAE beside the same ViT's "
+                             "supervised step: --config configs/bench/mae.py --beside configs/bench/vit.py")
     parser.add_argument("--out", default="bench.json", help="where the JSON summary goes")
 
 
@@ -87,6 +93,11 @@ def _describe(model, image_shape, dtype) -> str:
         size = model.dims()
         return (f"Swin embed {size.embed_dim} depths {size.depths} heads {size.num_heads} patch {model.patch_size} "
                 f"window {model.window_size}, {'x'.join(map(str, image_shape))}, {dtype}")
+    if isinstance(model, models.MAE):
+        size, patch = model.dims()
+        return (f"MAE encoder width {size.width} depth {size.depth} heads {size.num_heads} patch {patch}, decoder "
+                f"width {model.decoder_width} depth {model.decoder_depth}, mask ratio {model.mask_ratio}, "
+                f"{'x'.join(map(str, image_shape))}, {dtype}")
     if not isinstance(model, models.ViT):
         return f"{type(model).__name__}, {'x'.join(map(str, image_shape))}, {dtype}"
     size, patch = model.dims()
@@ -123,6 +134,7 @@ def bench(args) -> dict:
     """Runs the benchmark described by parsed `args`; returns the summary (also written to args.out)."""
     _check_args(args)
     config, overrides = build_config(args)  # a typo fails here, before torch or a compiler starts
+    beside_configs = {path: load_config(path) for path in args.beside}  # and in a --beside config
     if not args.no_timm:
         _load_timm_first(args.omp_wait_policy)
     import jax
@@ -157,7 +169,8 @@ def bench(args) -> dict:
     matmul = peak.matmul_workload(size, dtype)
     workloads = [matmul, jm.train] + ([jm.infer] if jm.infer else [])
     variants = _variant_workloads(config, args.against)
-    workloads += list(variants.values())
+    beside = _beside_models(beside_configs)
+    workloads += list(variants.values()) + [b.train for b in beside.values()]
     timm = _Timm()
     if not args.no_timm:
         timm = _timm_workloads(args, config, jm, backend, size, dtype, summary)
@@ -178,6 +191,7 @@ def bench(args) -> dict:
     }
     summary["workloads"] = _workload_summaries(workloads, jm, matmul, datasheet)
     summary["ratios"] = _ratios(jm, timm, pipe, matmul, variants)
+    _add_beside(summary, jm, beside, matmul, datasheet)
     summary["process_memory"] = timing.memory_of_process()
     if backend == "gpu":
         summary["device_memory"] = _device_memory(jax, torch_used=timm.train is not None)
@@ -200,6 +214,32 @@ def _variant_workloads(config, against: list[str]) -> dict:
         workload.name = f"vitjax train [{item}]"
         variants[item] = workload
     return variants
+
+
+def _beside_models(configs: dict) -> dict:
+    """{config path: its JaxModel (train step only)}, each compiled as the trainer compiles it."""
+    from vitjax.bench import jax_model
+
+    models = {}
+    for path, config in configs.items():
+        _log(f"compiling the vitjax train step of {path} ...")
+        models[path] = jax_model.build(config, inference=False)
+        models[path].train.name = f"vitjax train [{path}]"
+    return models
+
+
+def _add_beside(summary: dict, jm, beside: dict, matmul, datasheet) -> None:
+    """Each --beside config's model, its workload's summary with its own model FLOPs, and the ratio
+    'train vitjax/vitjax[CONFIG]' of the config's step rate over it."""
+    from vitjax.bench import report
+
+    for path, other in beside.items():
+        summary.setdefault("beside", {})[path] = {
+            "description": _describe(other.plan.model, other.info["image_shape"], other.plan.model.dtype),
+            "params": other.info["params"], "batch_size": other.info["batch_size"], "jax": other.info}
+        summary["workloads"][other.train.name] = report.workload_summary(
+            other.train, matmul, other.info["model_flops_per_image"]["train"], datasheet)
+        summary["ratios"][f"train vitjax/vitjax[{path}]"] = report.ratio(jm.train, other.train)
 
 
 def _check_args(args) -> None:

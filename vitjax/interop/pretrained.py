@@ -4,9 +4,15 @@ Both routes end in `npz.load`, which owns the rules for what may differ (the hea
 grid, a dropped pre-logits layer) and raises for anything else; a vitjax checkpoint's parameters
 (read by vitjax/rundir.py, read-only and checked against their checksums) are first written in the
 official layout in memory. Fine-tuning (`init_from`) and distillation teachers load through here.
+
+An MAE run (its parameters hold the decoder's `decoder_pred`) gives its encoder alone, as a ViT's
+parameters (`vitjax.models.mae.encoder_params` with the target ViT's pool and posemb): a ViT with a
+learned position embedding starts from MAE's fixed sin-cos table on its own grid, as the official
+fine-tuning does, and one with `posemb='sincos2d_mae'` keeps that table; the ViT's head is new.
 """
 from vitjax import rundir, storage
 from vitjax.interop import npz
+from vitjax.models import mae
 
 
 def load(path: str, model, image_shape, *, what: str = "init_from") -> dict:
@@ -15,12 +21,24 @@ def load(path: str, model, image_shape, *, what: str = "init_from") -> dict:
     `what` names the config key that gave `path`, in errors."""
     if not storage.exists(path):
         raise FileNotFoundError(f"{what}={path!r} does not exist")
+    height, width, channels = image_shape
     if path.endswith(".npz"):
         source = path
     else:
         try:
-            source = npz.to_official(rundir.read_checkpoint_params(path))
+            params = rundir.read_checkpoint_params(path)
         except FileNotFoundError as error:
             raise FileNotFoundError(f"{what}: {error}, or an official .npz file") from None
-    height, width, channels = image_shape
+        if "decoder_pred" in params:
+            params = _mae_encoder(params, model, (height, width), f"{what}={path!r}")
+        source = npz.to_official(params)
     return npz.load(source, model, image_size=(height, width), channels=channels)
+
+
+def _mae_encoder(params, model, image_size, source: str) -> dict:
+    """An MAE run's encoder as the parameters of the ViT `model` (without its head)."""
+    pool, posemb = getattr(model, "pool", None), getattr(model, "posemb", None)
+    if pool is None or posemb is None:
+        raise ValueError(f"{source} is an MAE run, whose encoder loads into a ViT, not a {type(model).__name__}; "
+                         f"set model_name='vit' with the MAE's encoder dimensions")
+    return mae.encoder_params(params, image_size, pool=pool, posemb=posemb)
