@@ -8,7 +8,8 @@ import shutil
 import jax
 import numpy as np
 
-from vitjax import checkpoint_integrity as integrity, cli, rundir
+from vitjax import checkpoint_integrity as integrity, cli, models, rundir
+from vitjax.interop import pretrained
 
 TINY = "tests/train/tiny_config.py:model=dino,steps=4"
 ARGS = ["--config.checkpoint_every_steps=2", "--config.log_every_steps=1", "--config.warmup_steps=1",
@@ -63,3 +64,9 @@ def test_dino_trains_through_the_cli_logs_its_monitors_and_resumes_bit_exactly(t
     for got, want in zip(jax.tree.leaves(_saved_state(copy)), jax.tree.leaves(state)):
         np.testing.assert_array_equal(got, want)
     assert rundir.read_results(copy)["test_view_agreement"] == results["test_view_agreement"]
+
+    # Its backbone loads into the ViT classifier of the same dimensions (init_from), the head afresh.
+    vit = models.build("vit", 4, patch_size=4, width=32, depth=1, num_heads=2, mlp_dim=64)
+    loaded = pretrained.load(workdir, vit, (16, 16, 3))
+    np.testing.assert_array_equal(loaded["embedding"]["kernel"], state["params"]["embedding"]["kernel"])
+    assert "dino_head" not in loaded and float(np.abs(loaded["head"]["kernel"]).max()) == 0
