@@ -92,6 +92,14 @@ def test_schedules_follow_the_step_over_the_whole_run():
     assert float(formulas.teacher_momentum(20, objective.total_steps)) == pytest.approx(1.0)
 
 
+def test_the_flop_count_of_an_accumulating_step_lowers_its_loop_free_twin_on_every_crop_size():
+    config = _config()
+    config.grad_accum_steps = 2  # FLOPs then come from a twin with another model, which must take the crops too
+    p = trainer.plan(config)
+    flops = trainer.train_step_flops(config, p, None, jax.random.key(0))
+    assert flops > 0
+
+
 @pytest.mark.parametrize("change, message", [
     (dict(local_crop_size=6), "dino.local_crop_size=6 is not divisible by the patch size 4"),
     (dict(global_crop_size=10), "dino.global_crop_size=10 is not divisible by the patch size 4"),

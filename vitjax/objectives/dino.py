@@ -46,6 +46,7 @@ class DINO(Objective):
     # Label-free, so collapse-blind (eval_sums); runs without a validation split evaluate the last step.
     selection = Selection("view_agreement", higher_is_better=True)
     crops: multicrop.Crops = None
+    image_shape: tuple = ()  # the data's (H, W, C): the patch grid the position table is stored for
     total_steps: int = 1
     steps_per_epoch: int = 1
     student_temp: float = 0.1
@@ -63,8 +64,8 @@ class DINO(Objective):
         steps_per_epoch = -(-info.num_train // config.batch_size)
         total = durations.steps_of(config, "total", num_train_examples=info.num_train,
                                    batch_size=config.batch_size, required=True)
-        return cls(dino_config.with_table_grid(model, info.image_shape), crops=settings.crops,
-                   total_steps=total, steps_per_epoch=steps_per_epoch,
+        return cls(model, crops=settings.crops, image_shape=tuple(info.image_shape), total_steps=total,
+                   steps_per_epoch=steps_per_epoch,
                    student_temp=settings.student_temp, teacher_temp=settings.teacher_temp,
                    warmup_teacher_temp=settings.warmup_teacher_temp,
                    warmup_teacher_temp_epochs=settings.warmup_teacher_temp_epochs,
@@ -109,7 +110,10 @@ class DINO(Objective):
         one forward pass over all views of a size, as the official code groups crops by resolution."""
         views, batch = crops.shape[:2]
         rngs = {"dropout": rng} if rng is not None else {}
-        scores, embeddings = self.model.apply({"params": params}, crops.reshape(views * batch, *crops.shape[2:]),
+        # Here rather than at construction: a model swapped in later (the FLOP count's loop-free twin)
+        # takes every crop size too.
+        network = dino_config.with_table_grid(self.model, self.image_shape)
+        scores, embeddings = network.apply({"params": params}, crops.reshape(views * batch, *crops.shape[2:]),
                                               train=train, rngs=rngs)
         return scores.reshape(views, batch, -1), embeddings
 
