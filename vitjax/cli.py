@@ -3,6 +3,7 @@
     vitjax train --config configs/<file>.py[:arg] --workdir DIR [--config.key=value ...] [--force]
                  [--coordinator_address HOST:PORT --num_processes N --process_id I] [--distributed auto|on|off]
     vitjax eval  --workdir DIR [--checkpoint PATH] [--fewshot | --fewshot_only] [--shots 1,5,10,25]
+                 [--knn | --knn_only] [--knn_k 20]
                  [--fewshot_data JSON] [--probe fewshot|transfer] [the multi-process flags of train]
     vitjax sweep experiments/<file>.py[:arg] --workdir DIR [--only NAME ...] [--dry-run] [--parallel N]
     vitjax plot  DIR [--out FIGDIR]
@@ -114,13 +115,17 @@ def _eval(args):
     join(args)
     use_compilation_cache()  # $VITJAX_COMPILATION_CACHE (the run's config may name another, for training)
     from vitjax import rundir
-    from vitjax.evaluate import fewshot
+    from vitjax.evaluate import fewshot, knn
     from vitjax.train import reevaluate
     try:
         probe = fewshot.settings_from_args(args)  # None unless --fewshot or --fewshot_only
-        results = {} if args.fewshot_only else reevaluate.evaluate_workdir(args.workdir, checkpoint=args.checkpoint)
+        neighbours = knn.settings_from_args(args)  # None unless --knn or --knn_only
+        only = args.fewshot_only or args.knn_only
+        results = {} if only else reevaluate.evaluate_workdir(args.workdir, checkpoint=args.checkpoint)
         if probe is not None:
             results.update(fewshot.fewshot_workdir(args.workdir, checkpoint=args.checkpoint, **probe))
+        if neighbours is not None:
+            results.update(knn.knn_workdir(args.workdir, checkpoint=args.checkpoint, **neighbours))
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax eval: error: {error}")
     if rundir.is_writer():  # one line per run, not one per host
@@ -148,8 +153,9 @@ def main(argv=None):
     evaluate.add_argument("--checkpoint", default=None,
                           help="a checkpoints/<step> directory, or another run's workdir or checkpoints/ directory "
                                "(default: the newest good checkpoint in --workdir)")
-    from vitjax.evaluate import fewshot  # cheap: numpy only until it runs
+    from vitjax.evaluate import fewshot, knn  # cheap: numpy only until they run
     fewshot.add_args(evaluate)
+    knn.add_args(evaluate)
     distributed_args(evaluate)
     prepare = commands.add_parser("data", help="prepare a dataset offline")
     prepare.add_argument("action", choices=["prepare"])

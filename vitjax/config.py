@@ -86,8 +86,9 @@ def base() -> ml_collections.ConfigDict:
     c.label_smoothing = 0.0
     c.grad_accum_steps = 1  # micro-batches per step; the step still updates once on batch_size examples
 
-    # What the step optimises (vitjax/objectives): 'supervised' (cross-entropy against the labels) or
-    # 'distillation' (DeiT: a student with model.distillation_token learns from a frozen teacher too).
+    # What the step optimises (vitjax/objectives): 'supervised' (cross-entropy against the labels),
+    # 'distillation' (DeiT: a student with model.distillation_token learns from a frozen teacher too) or
+    # 'dino' (below).
     c.objective = "supervised"
     c.distillation = ml_collections.ConfigDict(dict(
         teacher="",  # a vitjax run directory (or one of its checkpoints), or an official .npz
@@ -97,6 +98,7 @@ def base() -> ml_collections.ConfigDict:
         model_name="",  # an .npz teacher's model family ('vit' | 'bit'); a run's comes from its config.json
         model=ml_collections.ConfigDict(),  # an .npz teacher's model arguments, e.g. variant='B/16'
     ))
+    c.dino = dino_defaults()  # 'dino' (vitjax/objectives/dino.py), with model_name='dino'
     c.nan_policy = "stop"  # 'stop': error naming the step and last good checkpoint; 'skip': drop the update
 
     # Devices: mesh axis sizes (-1: the rest) and the sharding preset (vitjax/parallel.py). dcn_data > 1:
@@ -122,6 +124,23 @@ def base() -> ml_collections.ConfigDict:
     c.checkpoint_every_steps = 500
     c.keep_checkpoints = 3
     return c
+
+
+def dino_defaults() -> ml_collections.ConfigDict:
+    """config.dino: the DINO objective's settings (vitjax/objectives/dino.py), self-distillation without
+    labels. The official defaults, crop sizes aside: 0 means the image's size for global crops and
+    96/224 of the global size, to a multiple of the patch, for local ones."""
+    return ml_collections.ConfigDict(dict(
+        global_crop_size=0, global_crop_scale=(0.4, 1.0),
+        local_crops=8, local_crop_size=0, local_crop_scale=(0.05, 0.4),
+        flip=True,  # a horizontal flip of each view with probability 1/2
+        student_temp=0.1,
+        teacher_temp=0.04,  # after the warm-up; the paper's longer runs use 0.07
+        warmup_teacher_temp=0.04, warmup_teacher_temp_epochs=0,  # linear warm-up, per epoch
+        teacher_momentum=0.996,  # the EMA's momentum at step 0, cosine to 1 at the end
+        centre_momentum=0.9,
+        freeze_last_layer_epochs=1,  # the prototypes get no gradient in the first epochs
+    ))
 
 
 def data_defaults() -> ml_collections.ConfigDict:

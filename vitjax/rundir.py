@@ -60,6 +60,7 @@ RESULTS = "results.json"
 EVAL = "eval.json"
 FEWSHOT = "fewshot.json"
 TRANSFER = "transfer.json"  # the second few-shot probe (on other data: `vitjax eval --probe transfer`)
+KNN = "knn.json"  # the weighted k-NN classifier on frozen features (`vitjax eval --knn`)
 CHECKPOINTS = "checkpoints"
 BEST_CHECKPOINT = "checkpoint_best"  # {'params': ...} of the best validation step, beside checkpoints/
 _CORRUPT = "corrupt_"  # corrupt_<checkpoints directory>/ holds that directory's steps set aside

@@ -172,3 +172,18 @@ def test_unknown_posemb_kind_raises():
     with pytest.raises(ValueError, match=r"unknown position embedding 'rope'; choose one of"):
         AddPositionEmbedding("rope").apply({}, jnp.zeros((1, 4, 8)))
     assert "rope" not in posemb.KINDS
+
+
+def test_a_learned_table_with_a_table_grid_keeps_its_shape_and_is_interpolated_to_other_grids():
+    layer = AddPositionEmbedding("learned", grid=(3, 3), num_prefix_tokens=1, table_grid=(7, 7))
+    x = jnp.zeros((2, 10, 8))
+    params = nn.unbox(layer.init(jax.random.key(0), x)["params"])
+    table = params["pos_embedding"]
+    assert table.shape == (1, 50, 8)  # the stored grid's, whatever the input's
+    out = layer.apply({"params": params}, x)
+    np.testing.assert_array_equal(out[:, 0], jnp.broadcast_to(table[0, 0], (2, 8)))  # CLS's entry kept
+    np.testing.assert_allclose(out[0, 1:], posemb.interpolate_table(table, (7, 7), (3, 3), 1)[0, 1:])
+    # A table constant over the grid stays constant; the same grid is the identity.
+    flat = jnp.concatenate([table[:, :1], jnp.full((1, 49, 8), 0.25)], axis=1)
+    np.testing.assert_allclose(posemb.interpolate_table(flat, (7, 7), (4, 4), 1)[0, 1:], 0.25, rtol=1e-6)
+    assert posemb.interpolate_table(table, (7, 7), (7, 7), 1) is table

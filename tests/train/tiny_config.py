@@ -2,6 +2,7 @@
 
     vitjax train --config tests/train/tiny_config.py --workdir /tmp/tiny
     vitjax train --config tests/train/tiny_config.py:model=mae --workdir /tmp/tiny_mae   # MAE pre-training
+    vitjax train --config tests/train/tiny_config.py:model=dino --workdir /tmp/tiny_dino   # DINO pre-training
 """
 from vitjax.config import base, parse_arg
 
@@ -10,7 +11,7 @@ def get_config(arg=None):
     arg = parse_arg(arg, model="vit", steps=30)
     c = base()
     c.model_name = arg.model
-    if c.model_name in ("vit", "mae"):
+    if c.model_name in ("vit", "mae", "dino"):
         c.model.patch_size = 4
         c.model.width = 32
         c.model.depth = 1
@@ -23,6 +24,13 @@ def get_config(arg=None):
         c.model.decoder_depth = 1
         c.model.decoder_heads = 2
         c.model.decoder_mlp_dim = 32
+    elif c.model_name == "dino":  # a small head, 2 local crops of 8 px (2x2 patches) beside the 16 px globals
+        c.objective = "dino"
+        c.model.head_out_dim = 64
+        c.model.head_hidden_dim = 32
+        c.model.head_bottleneck_dim = 16
+        c.dino.local_crops = 2
+        c.dino.local_crop_size = 8
     elif c.model_name != "vit":
         c.model.variant = "R26x1"
         c.model.stem = "small"

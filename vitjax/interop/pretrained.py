@@ -31,6 +31,9 @@ def load(path: str, model, image_shape, *, what: str = "init_from") -> dict:
             raise FileNotFoundError(f"{what}: {error}, or an official .npz file") from None
         if "decoder_pred" in params:
             params = _mae_encoder(params, model, (height, width), f"{what}={path!r}")
+        # A DINO run's backbone is the ViT's own tree; its projection head has no place in a classifier,
+        # whose head then starts afresh (vitjax/models/dino.py).
+        params = {k: v for k, v in params.items() if k != "dino_head"}
         source = npz.to_official(params)
     return npz.load(source, model, image_size=(height, width), channels=channels)
 

@@ -1,17 +1,18 @@
-"""Model families: ViT (and the R50+ViT hybrid), BiT ResNet-v2, Swin and the MAE pre-training model,
-as flax.linen modules."""
+"""Model families: ViT (and the R50+ViT hybrid), BiT ResNet-v2, Swin, and the MAE and DINO pre-training
+models, as flax.linen modules."""
 import dataclasses
 
 import jax.numpy as jnp
 
 from vitjax.models.bit import BiT
+from vitjax.models.dino import DINO
 from vitjax.models.mae import MAE
 from vitjax.models.swin import Swin
 from vitjax.models.vit import ViT
 
-FAMILIES = {"vit": ViT, "bit": BiT, "swin": Swin, "mae": MAE}
+FAMILIES = {"vit": ViT, "bit": BiT, "swin": Swin, "mae": MAE, "dino": DINO}
 
-__all__ = ["BiT", "MAE", "Swin", "ViT", "FAMILIES", "build"]
+__all__ = ["BiT", "DINO", "MAE", "Swin", "ViT", "FAMILIES", "build"]
 
 
 def build(name: str, num_classes: int, *, dtype: str = "float32", param_dtype: str = "float32", **kwargs):

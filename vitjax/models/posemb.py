@@ -92,16 +92,38 @@ def resize_grid(posemb, new_grid: tuple[int, int], num_prefix_tokens: int = 1,
     return np.concatenate([prefix, resized], axis=1)
 
 
+def interpolate_table(table, old_grid: tuple[int, int], new_grid: tuple[int, int], num_prefix_tokens: int):
+    """A learned [1, prefix + rows*cols, width] table resampled to `new_grid` inside a traced function,
+    the prefix entries (CLS) kept: what a model applied at another resolution adds (DINO's multi-crop).
+
+    Bicubic, without antialiasing, as the official DINO's `interpolate_pos_encoding` (torch's
+    `interpolate(mode='bicubic')`); jax's cubic kernel is Keys' with a = -0.5 where torch's has -0.75,
+    so the two differ slightly between grid points. (`resize_grid` is the host-side, bilinear resize
+    that fine-tuning at a new resolution applies to a checkpoint once.)
+    """
+    if tuple(old_grid) == tuple(new_grid):
+        return table
+    prefix, grid = table[:, :num_prefix_tokens], table[:, num_prefix_tokens:]
+    width = table.shape[-1]
+    grid = grid.reshape(old_grid[0], old_grid[1], width).astype(jnp.float32)
+    resized = jax.image.resize(grid, (*new_grid, width), "bicubic", antialias=False)
+    resized = resized.astype(table.dtype).reshape(1, new_grid[0] * new_grid[1], width)
+    return jnp.concatenate([prefix, resized], axis=1)
+
+
 class AddPositionEmbedding(nn.Module):
     """Adds a position embedding to [batch, prefix + grid tokens, width] inputs.
 
     `num_prefix_tokens` counts tokens before the patch grid (the CLS token). A learned table covers
     them too (as in the official ViT); the fixed sinusoids give prefix tokens a zero embedding.
+    `table_grid` (learned only): the (rows, cols) the learned table is stored for; inputs of another
+    `grid` get it interpolated (`interpolate_table`). None: the table is the input's length, as before.
     """
     kind: Kind = "learned"
     grid: tuple[int, int] | None = None
     num_prefix_tokens: int = 0
     param_dtype: Any = jnp.float32
+    table_grid: tuple[int, int] | None = None
 
     @nn.compact
     def __call__(self, x):
@@ -109,10 +131,15 @@ class AddPositionEmbedding(nn.Module):
         if self.kind == "none":
             return x
         if self.kind == "learned":
+            stored = length if self.table_grid is None else (
+                self.num_prefix_tokens + self.table_grid[0] * self.table_grid[1])
             table = self.param(
                 "pos_embedding",
                 nn.with_logical_partitioning(nn.initializers.normal(stddev=0.02), (None, "length", "embed")),
-                (1, length, width), self.param_dtype)
+                (1, stored, width), self.param_dtype)
+            if stored != length:
+                grid = self.grid or _square_grid(length - self.num_prefix_tokens)
+                table = interpolate_table(table, self.table_grid, grid, self.num_prefix_tokens)
             return x + table.astype(x.dtype)
         grid_length = length - self.num_prefix_tokens
         if self.kind == "sincos1d":

@@ -261,11 +261,12 @@ class Encoder(_StackBase):
     posemb_grid: tuple[int, int] | None = None
     num_prefix_tokens: int = 0
     output_tokens: int | None = None
+    posemb_table_grid: tuple[int, int] | None = None  # a learned table's stored grid (AddPositionEmbedding)
 
     @nn.compact
     def __call__(self, x, *, train=False, mask=None):
         x = AddPositionEmbedding(self.posemb, self.posemb_grid, self.num_prefix_tokens,
-                                 self.param_dtype, name="posembed_input")(x)
+                                 self.param_dtype, table_grid=self.posemb_table_grid, name="posembed_input")(x)
         x = nn.Dropout(self.dropout_rate)(x, deterministic=not train)
         x = _run_layers(EncoderBlock, self._block_kwargs(train), self.depth, x, self.droppath_rate,
                         mask, scan=self.scan, remat_policy=self.remat_policy, name="encoderblock",

@@ -138,6 +138,10 @@ class ViT(nn.Module):
     embedding like CLS, and its own zero-initialised head `head_dist`. With it the model returns
     (CLS logits, distillation logits) when `train=True` and their mean when `train=False`, as timm's
     distilled DeiT does in distilled training and in eval.
+    `posemb_table_grid` (learned position embeddings): the patch grid (rows, cols) the table is stored
+    for. Set, the model takes images of any size divisible by the patch, the table interpolated to
+    their grid on the fly (`posemb.interpolate_table`), as DINO's multi-crop needs; None (the default)
+    sizes the table by the input, and another input size then fails on the parameter's shape.
     """
     num_classes: int
     variant: str | None = None
@@ -162,6 +166,7 @@ class ViT(nn.Module):
     attention_implementation: Implementation = "auto"
     kernels: tuple[str, ...] = ()
     distillation_token: bool = False
+    posemb_table_grid: tuple[int, int] | None = None
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
 
@@ -241,7 +246,7 @@ class ViT(nn.Module):
             attention_implementation=self.attention_implementation, kernels=tuple(self.kernels),
             posemb=self.posemb,
             posemb_grid=(rows, cols), num_prefix_tokens=num_prefix, output_tokens=output_tokens,
-            name="Transformer", **dtypes,
+            posemb_table_grid=self.posemb_table_grid, name="Transformer", **dtypes,
         )(x, train=train)
 
         if self.pool == "tok":

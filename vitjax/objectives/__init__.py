@@ -12,14 +12,15 @@ Adding one: a module here with an Objective subclass and its `from_config(config
 entry in OBJECTIVES, and its name in vitjax/train/validate.py's OBJECTIVES (checked before JAX starts).
 """
 from vitjax.objectives.base import Objective, Selection, StepInfo
+from vitjax.objectives.dino import DINO
 from vitjax.objectives.distillation import Distillation
 from vitjax.objectives.losses import cross_entropy, kl_divergence
 from vitjax.objectives.mae import MAE
 from vitjax.objectives.supervised import Supervised
 
-OBJECTIVES = {"supervised": Supervised, "distillation": Distillation, "mae": MAE}
+OBJECTIVES = {"supervised": Supervised, "distillation": Distillation, "mae": MAE, "dino": DINO}
 
-__all__ = ["OBJECTIVES", "Distillation", "MAE", "Objective", "Selection", "StepInfo", "Supervised",
+__all__ = ["DINO", "OBJECTIVES", "Distillation", "MAE", "Objective", "Selection", "StepInfo", "Supervised",
            "build", "cross_entropy", "kl_divergence"]
 
 

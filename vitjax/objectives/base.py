@@ -6,8 +6,9 @@ Besides the parameters an objective may keep extra state in the train state (`Tr
 is checkpointed and restored with it, so a resumed run repeats an uninterrupted one exactly: a frozen
 teacher (distillation), an EMA teacher and a centre (DINO). The extra state gets no gradient and is
 never seen by the optimiser; `update_extra` changes it after each applied update (a skipped,
-non-finite step leaves it as it was). None means no extra state, and keeps the checkpoint layout of
-the runs made before objectives existed.
+non-finite step leaves it as it was), from the updated parameters and from what the loss handed it
+under `EXTRA_INPUTS` in its metrics (DINO's centre moves by the teacher outputs of the step). None
+means no extra state, and keeps the checkpoint layout of the runs made before objectives existed.
 
 Evaluation is the objective's too, so the trainer evaluates any objective the same way
 (vitjax/evaluate/split.py's Evaluator, vitjax/train/best.py):
@@ -33,6 +34,11 @@ import flax.linen as nn
 import jax
 
 from vitjax.evaluate import classification
+
+
+# The metrics key under which a loss may hand values (a pytree) to `update_extra`: averaged over
+# micro-batches as the metrics are, taken out before the metrics are logged.
+EXTRA_INPUTS = "extra_inputs"
 
 
 @flax.struct.dataclass
@@ -80,8 +86,9 @@ class Objective:
         averaged over micro-batches and logged beside the loss."""
         raise NotImplementedError
 
-    def update_extra(self, extra, params, info: StepInfo) -> Any:
-        """The extra state after an applied update, given the updated parameters (identity by default)."""
+    def update_extra(self, extra, params, info: StepInfo, inputs=None) -> Any:
+        """The extra state after an applied update, given the updated parameters and `inputs`, what the
+        loss returned under metrics[EXTRA_INPUTS] (None when nothing); identity by default."""
         return extra
 
     def eval_sums(self, params, batch, rng) -> dict:

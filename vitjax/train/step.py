@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import optax
 
 from vitjax.objectives import Objective, StepInfo, Supervised
+from vitjax.objectives.base import EXTRA_INPUTS
 from vitjax.objectives.losses import cross_entropy  # noqa: F401  (steps.cross_entropy, as before objectives)
 
 _FIELDS = ("step", "params", "opt_state", "skipped_updates")
@@ -78,6 +79,8 @@ def make_step(objective: Objective, tx: optax.GradientTransformation, schedule: 
         rng = jax.random.fold_in(seed_key, state.step)
         info = StepInfo(step=state.step)
         loss, objective_metrics, grads = accumulated_grads(state.params, state.extra, batch, rng, info)
+        objective_metrics = dict(objective_metrics)
+        extra_inputs = objective_metrics.pop(EXTRA_INPUTS, None)  # for update_extra, not for the log
         grad_norm = optax.tree.norm(grads)
         finite = jnp.isfinite(loss) & jnp.isfinite(grad_norm)
 
@@ -85,7 +88,7 @@ def make_step(objective: Objective, tx: optax.GradientTransformation, schedule: 
             params, opt_state, extra = operands
             updates, opt_state = tx.update(grads, opt_state, params)
             params = optax.apply_updates(params, updates)
-            return params, opt_state, objective.update_extra(extra, params, info)
+            return params, opt_state, objective.update_extra(extra, params, info, extra_inputs)
 
         # Skipping the update, rather than computing it and then selecting the old values leaf by leaf,
         # saves passes over the whole state (measured: experiments/results/bench/README.md).

@@ -14,10 +14,11 @@ import os
 SCHEDULES = ("cosine", "linear", "constant")  # the decay after the warmup
 OPTIMIZERS = ("adam", "adamw", "sgd")
 NAN_POLICIES = ("stop", "skip")
-OBJECTIVES = ("supervised", "distillation", "mae")  # vitjax/objectives (its OBJECTIVES registry)
+OBJECTIVES = ("supervised", "distillation", "mae", "dino")  # vitjax/objectives (its OBJECTIVES registry)
 # Objectives that train one model family only, and the family each needs (and that needs it): MAE's
-# loss is its reconstruction, which only the MAE model makes, and the MAE model has no class head.
-OBJECTIVE_MODELS = {"mae": "mae"}
+# loss is its reconstruction, which only the MAE model makes, and the MAE model has no class head;
+# DINO's loss compares its projection head's outputs, which only the DINO model has.
+OBJECTIVE_MODELS = {"mae": "mae", "dino": "dino"}
 DTYPES = ("float32", "bfloat16", "float16")  # compute dtypes; parameters stay float32
 REMOTE_SCHEMES = ("gs", "s3", "az")  # the object stores etils.epath reaches (vitjax/storage.py)
 
@@ -113,8 +114,8 @@ def _objective_and_model(c) -> list[str]:
     needed = OBJECTIVE_MODELS.get(objective)
     if needed is not None and model_name != needed:
         return [f"objective={objective!r} trains model_name={needed!r}, got model_name={model_name!r}: set "
-                f"--config.model_name={needed} (with its model settings, e.g. configs/fashion_mnist/mae.py), or "
-                f"choose another objective"]
+                f"--config.model_name={needed} (with its model settings, e.g. configs/fashion_mnist/{needed}.py), "
+                f"or choose another objective"]
     wanting = [name for name, family in OBJECTIVE_MODELS.items() if family == model_name]
     if wanting and objective not in wanting:
         return [f"model_name={model_name!r} is trained by objective={wanting[0]!r} only, got "
