@@ -118,7 +118,7 @@ def test_bad_device_request_names_the_variable(value):
 
 
 _CHOOSE = """
-import json, sys
+import json, os, sys
 from tests.train import tiny_config
 from vitjax import xla_cpu
 config = tiny_config.get_config()
@@ -128,7 +128,7 @@ config.lock()
 choices = xla_cpu.choose(config)
 import jax
 print(json.dumps({"devices": jax.device_count(), "kernels": list(config.model.get("kernels", ["<absent>"])),
-                  "options": dict(config.compiler_options)}))
+                  "options": dict(config.compiler_options), "xla_flags": os.environ.get("XLA_FLAGS", "")}))
 """
 
 
@@ -154,7 +154,7 @@ def test_the_config_and_the_environment_win():
     assert chosen["kernels"] == [] and chosen["options"] == {"xla_cpu_enable_fast_math": False}
     assert "model kernels" not in printed[0] and "XLA options" not in printed[0]
     printed, chosen = _choose(VITJAX_CPU_DEVICES="1", VITJAX_XLA_CPU_DEFAULTS="0")
-    assert chosen == {"devices": 1, "kernels": ["<absent>"], "options": {}}
+    assert chosen == {"devices": 1, "kernels": ["<absent>"], "options": {}, "xla_flags": ""}
     assert printed == ["CPU: 1 XLA devices (off: VITJAX_TCMALLOC=0, VITJAX_CPU_DEVICES=1, "
                        "VITJAX_XLA_CPU_DEFAULTS=0; why: vitjax/xla_cpu.py)"]
 
@@ -192,3 +192,49 @@ def test_train_on_four_devices_then_restore_elsewhere(tmp_path):
     evaluated = _vitjax("eval", "--workdir", workdir, "--fewshot", "--shots", "1", JAX_NUM_CPU_DEVICES="2")
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     assert re.search(r"step=10 test_accuracy=\S+ .*1shot=", evaluated.stdout)
+
+
+def test_collective_patience_is_added_unless_the_user_set_it():
+    flag = f"{xla_cpu.COLLECTIVE_TIMEOUT_FLAG}={xla_cpu.COLLECTIVE_PATIENCE_S}"
+    assert xla_cpu.with_collective_patience("") == flag
+    assert xla_cpu.with_collective_patience("--xla_dump_to=/tmp/d") == f"--xla_dump_to=/tmp/d {flag}"
+    mine = f"{xla_cpu.COLLECTIVE_TIMEOUT_FLAG}=5"
+    assert xla_cpu.with_collective_patience(mine) == mine
+
+
+def test_choose_gives_several_devices_collective_patience():
+    _, chosen = _choose()
+    assert chosen["devices"] == 4
+    assert chosen["xla_flags"] == f"{xla_cpu.COLLECTIVE_TIMEOUT_FLAG}={xla_cpu.COLLECTIVE_PATIENCE_S}"
+    _, chosen = _choose(VITJAX_CPU_DEVICES="1")  # no collectives: XLA_FLAGS as the user left it
+    assert chosen["devices"] == 1 and chosen["xla_flags"] == ""
+
+
+_LATE_DEVICE = """
+import sys, time
+import jax, jax.numpy as jnp
+from jax.sharding import Mesh, PartitionSpec as P
+jax.config.update("jax_num_cpu_devices", 2)
+
+def late(index):
+    if int(index) == 0:
+        time.sleep(float(sys.argv[1]))  # device 0 arrives late at the all-reduce
+    return index
+
+def step(x):
+    index = jax.pure_callback(late, jax.ShapeDtypeStruct((), jnp.int32), jax.lax.axis_index("d"))
+    return jax.lax.psum(x + index, "d")
+
+mesh = Mesh(jax.devices(), ("d",))
+print(jax.jit(jax.shard_map(step, mesh=mesh, in_specs=P("d"), out_specs=P()))(jnp.ones(2)), flush=True)
+"""
+
+
+@pytest.mark.parametrize("terminate_s, aborts", [(1, True), (30, False)])
+def test_this_jaxlib_honours_the_collective_timeout_flag(terminate_s, aborts):
+    # The warning comes first (1 s here, 20 s by default); the termination timeout counts from it.
+    flags = f"--xla_cpu_collective_call_warn_stuck_timeout_seconds=1 {xla_cpu.COLLECTIVE_TIMEOUT_FLAG}={terminate_s}"
+    run = subprocess.run([sys.executable, "-c", _LATE_DEVICE, "4"], env=_clean_env(**CPU, XLA_FLAGS=flags),
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert (run.returncode != 0) == aborts, run.stderr[-2000:]
+    assert ("Termination timeout" in run.stderr) == aborts, run.stderr[-2000:]

@@ -23,7 +23,11 @@ are in experiments/results/bench/README.md:
   * YNNPACK for reductions only (jaxlib 0.10), so matmuls go to Eigen and elementwise chains to XLA's
     fusions (the default config's train step 1.10x faster);
   * the model kernels of vitjax/models/kernels.py (LayerNorm's closed-form backward pass 1.24x,
-    heads-major attention 1.14x).
+    heads-major attention 1.14x);
+  * with several devices, XLA:CPU's in-process collectives wait COLLECTIVE_PATIENCE_S (after their
+    20-second "may be stuck" warning) before aborting the process, instead of XLA's 40 s. On a shared,
+    oversubscribed host one device's thread can be descheduled that long: three study runs died of
+    SIGABRT that way on 2026-12-01 (load 7-10 on 2 cores), each losing up to 500 steps of training.
 """
 import dataclasses
 import glob
@@ -42,6 +46,8 @@ DEFAULT_MESH = {"data": -1, "fsdp": 1, "model": 1, "dcn_data": 1}
 COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": "LIBRARY_FUSION_TYPE_REDUCE"}
 MEASURED_JAXLIB = ("0.10.",)
 MODEL_KERNELS = ("layernorm_vjp", "heads_major")
+COLLECTIVE_PATIENCE_S = 600
+COLLECTIVE_TIMEOUT_FLAG = "--xla_cpu_collective_call_terminate_timeout_seconds"
 
 _TCMALLOC_PATTERNS = ("/usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4", "/usr/lib64/libtcmalloc_minimal.so.4",
                       "/usr/lib/libtcmalloc_minimal.so.4")
@@ -165,6 +171,8 @@ def choose(config, *, device_count: int | None = None) -> Choices:
     if not backend_will_be_cpu():
         return choices
     choices.devices = device_count or _set_device_count(jax, config)
+    if choices.devices and choices.devices > 1:
+        os.environ["XLA_FLAGS"] = with_collective_patience(os.environ.get("XLA_FLAGS", ""))
     if jax.default_backend() != "cpu":  # starts the backends: the device count is fixed from here on
         return Choices()
     if os.environ.get(ENV_DEFAULTS, "1") != "0":
@@ -174,6 +182,14 @@ def choose(config, *, device_count: int | None = None) -> Choices:
     if message and jax.process_index() == 0:
         print(message, flush=True)
     return choices
+
+
+def with_collective_patience(xla_flags: str) -> str:
+    """XLA_FLAGS with COLLECTIVE_TIMEOUT_FLAG set to COLLECTIVE_PATIENCE_S, unless the user set it.
+    Read when the backend starts, so it must be in place before (as the device count)."""
+    if COLLECTIVE_TIMEOUT_FLAG in xla_flags:
+        return xla_flags
+    return f"{xla_flags} {COLLECTIVE_TIMEOUT_FLAG}={COLLECTIVE_PATIENCE_S}".strip()
 
 
 def _set_device_count(jax, config) -> int | None:
