@@ -40,6 +40,7 @@ and the config schema, vitjax/config.py, which import no vitjax module), so trai
 """
 import dataclasses
 import fcntl
+import functools
 import itertools
 import json
 import os
@@ -233,8 +234,19 @@ def differing_keys(old: dict, new: dict) -> dict[str, tuple]:
     return found
 
 
+def with_schema_defaults(flat: dict) -> dict:
+    """A flattened config with the schema's default for each key it lacks: `differing_keys`' rule, for
+    code that compares configs by value (the sweep's seed groups)."""
+    return {**_schema_defaults(), **flat}
+
+
+@functools.cache
+def _schema_defaults_cached() -> str:
+    return json.dumps(flatten(config_to_dict(config_layer.base())))
+
+
 def _schema_defaults() -> dict:
-    return flatten(config_to_dict(config_layer.base()))
+    return json.loads(_schema_defaults_cached())
 
 
 def config_changes(old: dict, new: dict) -> list[str]:

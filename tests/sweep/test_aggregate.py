@@ -56,6 +56,15 @@ def test_a_config_difference_other_than_the_seed_splits_the_group():
     assert sorted(g["runs"] for g in aggregate.groups(rows)) == [["a0", "a1"], ["b0"]]
 
 
+def test_a_key_one_run_lacks_counts_as_its_default():
+    # A run recorded before vitjax gained `objective` trained as its default, 'supervised', does.
+    old, new, other = (_row("a0", "vit", 500, 0, 0.5), _row("a1", "vit", 500, 1, 0.6),
+                       _row("b1", "vit", 500, 1, 0.7))
+    new["config"]["objective"] = "supervised"
+    other["config"]["objective"] = "distillation"
+    assert sorted(g["runs"] for g in aggregate.groups([old, new, other])) == [["a0", "a1"], ["b1"]]
+
+
 def test_groups_ignore_runs_not_finished_and_names():
     rows = [_row("x", "vit", 500, 0, 0.5), _row("completely_other_name", "vit", 500, 1, 0.7),
             {**_row("failed", "vit", 500, 2, None), "status": "failed"}]
@@ -98,3 +107,12 @@ def test_the_headline_accuracy_is_at_best_validation_where_there_was_one():
     assert table.headline_accuracy({"test_accuracy": 0.7, "test_accuracy_at_best": 0.8}) == (0.8, "best_val")
     assert table.headline_accuracy({"test_accuracy": 0.7}) == (0.7, "final")
     assert table.headline_accuracy({}) == (None, None)
+
+
+def test_a_figure_line_joins_sizes_whose_configs_differ_only_by_a_defaulted_key():
+    from vitjax.sweep import plots
+    small, large = _row("s0", "vit", 500, 0, 0.5), _row("l0", "vit", 1000, 0, 0.6)
+    large["config"]["objective"] = "supervised"  # recorded by newer code; `small` ran as this default
+    groups = aggregate.groups([small, large])
+    (line,) = plots._groups(groups, "train_size", varying=("data.train_size",))
+    assert [g["train_size"] for g in line[2]] == [500, 1000]

@@ -28,7 +28,7 @@ import math
 import re
 import statistics
 
-from vitjax.rundir import flatten
+from vitjax.rundir import flatten, with_schema_defaults
 
 SEED_KEYS = ("seed", "data.subset_seed")  # what differs between the runs of one group
 METRICS = ("accuracy", "best_val_accuracy", "test_accuracy")
@@ -37,9 +37,15 @@ MEANS = ("train_flops", "examples_seen", "steps", "img_per_sec")
 STATS = ("mean", "std", "min", "max")
 
 
+def comparable(config: dict | None) -> dict:
+    """A run's config flattened for comparison by value: a key it lacks counts as its schema default (a
+    run recorded before vitjax gained the key ran as the default does)."""
+    return with_schema_defaults(flatten(config or {}))
+
+
 def group_key(config: dict) -> str:
-    """What runs of one group share: the flattened config without the seed keys and mesh.*."""
-    flat = flatten(config or {})
+    """What runs of one group share: the comparable config without the seed keys and mesh.*."""
+    flat = comparable(config)
     kept = {k: v for k, v in flat.items() if k not in SEED_KEYS and not k.startswith("mesh.")}
     return json.dumps(kept, sort_keys=True, default=str)
 

@@ -27,7 +27,6 @@ import re
 import textwrap
 
 from vitjax import storage
-from vitjax.rundir import flatten
 from vitjax.sweep import aggregate
 
 FAMILY_STYLE = {"vit": ("tab:blue", "o"), "bit": ("tab:orange", "s"), "hybrid": ("tab:green", "^"),
@@ -56,7 +55,7 @@ def _groups(groups, column: str, varying: tuple, min_points: int = 2) -> list[tu
     label; a family with one line gets its own colour, several lines get the default cycle."""
     lines_of = {}
     for group in groups:
-        flat = flatten(group.get("config") or {})
+        flat = aggregate.comparable(group.get("config"))
         signature = json.dumps({k: v for k, v in flat.items() if k not in varying}, sort_keys=True, default=str)
         lines_of.setdefault(signature, []).append(group)
     kept = [members for members in lines_of.values() if len({g[column] for g in members}) >= min_points]
