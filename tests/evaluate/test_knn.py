@@ -3,6 +3,7 @@ from the DINO paper's description, its edge cases, and `vitjax eval --knn_only` 
 an MAE run's frozen features."""
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -59,12 +60,11 @@ def _eval_knn(workdir, capsys):
     return saved
 
 
-def test_vitjax_eval_knn_on_a_supervised_and_a_dino_run(trained_tiny_run, tmp_path, capsys):
-    _eval_knn(trained_tiny_run, capsys)
-    workdir = str(tmp_path / "dino")
-    cli.main(["train", "--config", "tests/train/tiny_config.py:model=dino,steps=2", "--workdir", workdir,
-              "--config.warmup_steps=1", "--config.checkpoint_every_steps=2"])
-    _eval_knn(workdir, capsys)
+def test_vitjax_eval_knn_on_a_supervised_and_a_dino_run(trained_tiny_run, trained_tiny_dino_run, tmp_path, capsys):
+    for name, run in (("supervised", trained_tiny_run), ("dino", trained_tiny_dino_run)):
+        workdir = str(tmp_path / name)  # a copy: the eval writes knn.json, the shared runs stay as trained
+        shutil.copytree(run, workdir)
+        _eval_knn(workdir, capsys)
 
 
 def test_an_mae_runs_features_are_its_encoders_cls_output_on_every_patch():

@@ -18,7 +18,7 @@ MONITORS = ("teacher_entropy", "teacher_kl_to_centre", "teacher_student_kl", "em
             "teacher_temperature", "teacher_momentum")
 
 
-def _train(workdir):
+def train(workdir):
     cli.main(["train", "--config", TINY, "--workdir", workdir, *ARGS])
 
 
@@ -34,9 +34,9 @@ def _train_rows(workdir):
     return [{k: v for k, v in row.items() if k not in timing} for row in rundir.read_metrics(workdir) if "loss" in row]
 
 
-def test_dino_trains_through_the_cli_logs_its_monitors_and_resumes_bit_exactly(tmp_path, capsys):
-    workdir = str(tmp_path / "run")
-    _train(workdir)
+def test_dino_trains_through_the_cli_logs_its_monitors_and_resumes_bit_exactly(trained_tiny_dino_run, tmp_path,
+                                                                               capsys):
+    workdir = trained_tiny_dino_run  # trained by train() below, shared with tests/evaluate/test_knn.py
     rows = _train_rows(workdir)
     assert [r["step"] for r in rows] == [1, 2, 3, 4]
     for row in rows:
@@ -58,7 +58,7 @@ def test_dino_trains_through_the_cli_logs_its_monitors_and_resumes_bit_exactly(t
     os.remove(rundir.file_path(copy, rundir.RESULTS))
     shutil.rmtree(rundir.step_dir(rundir.checkpoint_dir(copy), 4))
     capsys.readouterr()
-    _train(copy)
+    train(copy)
     assert "resuming from step 2" in capsys.readouterr().out
     assert _train_rows(copy) == rows
     for got, want in zip(jax.tree.leaves(_saved_state(copy)), jax.tree.leaves(state)):
