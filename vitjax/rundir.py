@@ -67,6 +67,9 @@ BEST_CHECKPOINT = "checkpoint_best"  # {'params': ...} of the best validation st
 _CORRUPT = "corrupt_"  # corrupt_<checkpoints directory>/ holds that directory's steps set aside
 CORRUPT_CHECKPOINTS = _CORRUPT + CHECKPOINTS
 STATE, META = "state", "meta"  # the two orbax items of a checkpoint step
+# The meta key naming the state's evaluated network ('params', or 'extra/teacher' for DINO: Objective.evaluated);
+# absent in a best-validation checkpoint ({'params': the evaluated network}) and in runs from before it.
+EVALUATED = "evaluated_params"
 ANALYSIS = "analysis"
 TRAIN_LOG, FEWSHOT_LOG, TRANSFER_LOG = "train.log", "fewshot.log", "transfer.log"
 # Each few-shot probe of a run (vitjax/evaluate/fewshot.py): its result file and its log in a sweep.
@@ -628,7 +631,8 @@ def _described(raw: bytes) -> str:
 
 
 def read_checkpoint_params(path: str) -> dict:
-    """The `params` subtree of a checkpoint, as host numpy arrays whatever mesh it was saved on.
+    """The evaluated network's parameters in a checkpoint (its meta's EVALUATED subtree: `params` unless
+    the objective evaluates another, as DINO its teacher), as host numpy arrays whatever mesh saved it.
 
     `path` is anything `locate` takes. Reads only (nothing is cleaned, moved or deleted) and checks
     the step's checksums: a named step that fails raises CorruptCheckpointError (a ValueError); without
@@ -643,8 +647,11 @@ def read_checkpoint_params(path: str) -> dict:
     for index, step in enumerate(steps):
         directory = step_dir(location.checkpoint_dir, step)
         try:
-            return integrity.read_verified(storage.join(directory, STATE), storage.join(directory, META),
-                                           f"checkpoint step {step} in {location.checkpoint_dir}")["params"]
+            tree = integrity.read_verified(storage.join(directory, STATE), storage.join(directory, META),
+                                           f"checkpoint step {step} in {location.checkpoint_dir}")
+            for key in integrity.read_meta(storage.join(directory, META)).get(EVALUATED, "params").split("/"):
+                tree = tree[key]
+            return tree
         except integrity.CorruptCheckpointError as error:
             if location.step is not None:
                 raise

@@ -1,6 +1,8 @@
 """End to end through `vitjax train`: a tiny DINO run logs a finite loss and its collapse monitors every
 log step, checkpoints its teacher and centre, evaluates label-free, and resumes bit for bit after losing
-its last checkpoint (teacher, centre and schedules included)."""
+its last checkpoint (teacher, centre and schedules included). Every evaluation reads the teacher, as the
+official DINO evaluations do: the best-validation checkpoint, the checkpoint's evaluated parameters
+(k-NN, few-shot, analyze) and init_from."""
 import math
 import os
 import shutil
@@ -13,7 +15,7 @@ from vitjax.interop import pretrained
 
 TINY = "tests/train/tiny_config.py:model=dino,steps=4"
 ARGS = ["--config.checkpoint_every_steps=2", "--config.log_every_steps=1", "--config.warmup_steps=1",
-        "--config.dino.freeze_last_layer_epochs=0"]
+        "--config.dino.freeze_last_layer_epochs=0", "--config.data.val_size=64", "--config.eval_every_steps=2"]
 MONITORS = ("teacher_entropy", "teacher_kl_to_centre", "teacher_student_kl", "embedding_std",
             "teacher_temperature", "teacher_momentum")
 
@@ -22,10 +24,16 @@ def train(workdir):
     cli.main(["train", "--config", TINY, "--workdir", workdir, *ARGS])
 
 
-def _saved_state(workdir):
+def _saved_state(workdir, step=None):
     location = rundir.locate(workdir)
-    step = rundir.step_dir(location.checkpoint_dir, rundir.chosen_step(location))
+    step = rundir.step_dir(location.checkpoint_dir, step or rundir.chosen_step(location))
     return integrity.read_verified(os.path.join(step, rundir.STATE), os.path.join(step, rundir.META), "test")
+
+
+def _assert_same(got, want):
+    assert jax.tree.structure(got) == jax.tree.structure(want)
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+        np.testing.assert_array_equal(a, b)
 
 
 def _train_rows(workdir):
@@ -65,8 +73,17 @@ def test_dino_trains_through_the_cli_logs_its_monitors_and_resumes_bit_exactly(t
         np.testing.assert_array_equal(got, want)
     assert rundir.read_results(copy)["test_view_agreement"] == results["test_view_agreement"]
 
-    # Its backbone loads into the ViT classifier of the same dimensions (init_from), the head afresh.
+    # What reads the run's parameters gets the teacher: the checkpoint's evaluated network, the best
+    # validation step's checkpoint (the view metrics were the teacher's), and init_from, which loads its
+    # backbone into the ViT classifier of the same dimensions, the head afresh.
+    teacher = state["extra"]["teacher"]
+    _assert_same(rundir.read_checkpoint_params(workdir), teacher)
+    best = rundir.read_results(workdir)["best_step"]
+    _assert_same(rundir.read_checkpoint_params(rundir.best_checkpoint_dir(workdir)),
+                 _saved_state(workdir, best)["extra"]["teacher"])
     vit = models.build("vit", 4, patch_size=4, width=32, depth=1, num_heads=2, mlp_dim=64)
     loaded = pretrained.load(workdir, vit, (16, 16, 3))
-    np.testing.assert_array_equal(loaded["embedding"]["kernel"], state["params"]["embedding"]["kernel"])
+    _assert_same(loaded["Transformer"], teacher["Transformer"])
+    assert not np.array_equal(teacher["embedding"]["kernel"], state["params"]["embedding"]["kernel"])
+    np.testing.assert_array_equal(loaded["embedding"]["kernel"], teacher["embedding"]["kernel"])
     assert "dino_head" not in loaded and float(np.abs(loaded["head"]["kernel"]).max()) == 0

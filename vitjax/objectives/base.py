@@ -67,6 +67,19 @@ class Objective:
     """
     model: nn.Module
     selection: ClassVar[Selection] = Selection("accuracy", higher_is_better=True)  # see the module docstring
+    # Where in the train state the evaluated network is, as 'params' or 'extra/<key>' (`evaluated_params`).
+    evaluated: ClassVar[str] = "params"
+
+    def evaluated_params(self, state) -> Any:
+        """The parameters every evaluation reads: the trainer's validation and test evaluations, the
+        best-validation checkpoint, and (the trainer writes `evaluated` into each checkpoint's meta,
+        rundir.EVALUATED) whatever reads a run's parameters later: frozen-feature k-NN and few-shot,
+        `vitjax eval`, `vitjax analyze`, init_from. By default the trained parameters; DINO's is its
+        teacher, which the official evaluations read."""
+        tree = {"params": state.params, "extra": state.extra}
+        for key in self.evaluated.split("/"):
+            tree = tree[key]
+        return tree
 
     def init_extra(self, params, key) -> Any:
         """The extra state at step 0 given the initial parameters, traced (under jax.eval_shape for its

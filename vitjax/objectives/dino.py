@@ -27,9 +27,11 @@ schedule (0.04 to 0.4) and lr scaling are the optimiser's config, not the object
 
 Logged every log step besides the loss: teacher_entropy, teacher_kl_to_centre, teacher_student_kl,
 embedding_std (the collapse monitors, `dino_formulas.collapse_monitors`), teacher_temperature and
-teacher_momentum. The trainer's evaluations (eval_sums) are label-free view metrics; frozen features
-are evaluated with the weighted k-NN (vitjax/evaluate/knn.py, `vitjax eval --knn`) and the few-shot
-probe, on the backbone's CLS embedding.
+teacher_momentum. Every evaluation reads the teacher (`evaluated`), as the official evaluation
+scripts do (their --checkpoint_key defaults to 'teacher'; the paper finds the teacher the better network
+throughout training): the trainer's label-free view metrics (eval_sums), the best-validation checkpoint,
+and through the checkpoint's meta the frozen-feature k-NN (vitjax/evaluate/knn.py, `vitjax eval --knn`),
+the few-shot probe on the backbone's CLS embedding, `vitjax analyze` and init_from.
 """
 import dataclasses
 
@@ -45,6 +47,7 @@ from vitjax.objectives.base import EXTRA_INPUTS, Objective, Selection, StepInfo
 class DINO(Objective):
     # Label-free, so collapse-blind (eval_sums); runs without a validation split evaluate the last step.
     selection = Selection("view_agreement", higher_is_better=True)
+    evaluated = "extra/teacher"
     crops: multicrop.Crops = None
     image_shape: tuple = ()  # the data's (H, W, C): the patch grid the position table is stored for
     total_steps: int = 1
@@ -129,7 +132,7 @@ class DINO(Objective):
 
     def eval_sums(self, params, batch, rng):
         """Label-free: each example's two global views (crops drawn from the evaluator's fixed key) seen by
-        the student alone. 'view_agreement': 1 where their top prototypes agree; 'view_cross_entropy':
+        the evaluated network (the teacher) alone. 'view_agreement': 1 where their top prototypes agree; 'view_cross_entropy':
         the loss's cross-entropy between them, one view at the final teacher temperature, no centre, both
         ways averaged. Both also reward a collapse: the frozen-feature k-NN is the measure of quality."""
         crops = dataclasses.replace(self.crops, local_crops=0)

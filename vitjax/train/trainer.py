@@ -205,9 +205,10 @@ def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
         try:
             state = _loop(config, p, state, compiled, batches, dropout_key, ckpt=ckpt, log=log,
                           evaluator=evaluator, validation=validation, stop=stop, flops_per_step=flops_per_step,
-                          ckpt_meta=lambda: {"wall_seconds": elapsed_before + time.time() - start_time},
+                          ckpt_meta=lambda: {"wall_seconds": elapsed_before + time.time() - start_time,
+                                             rundir.EVALUATED: p.objective.evaluated},
                           profiler=profiler)
-            final = _final_evaluations(p, state.params, log, evaluator, validation)
+            final = _final_evaluations(p, p.objective.evaluated_params(state), log, evaluator, validation)
         finally:
             profiler.close()
             stop.restore()
@@ -359,7 +360,7 @@ def _loop(config, p: Plan, state, compiled, batches, dropout_key, *, ckpt, log, 
             window = _LogWindow()
         if _evaluates_at(config, done, p.total_steps, validation is not None):
             _check_finite(pending, config.nan_policy, ckpt)  # a non-finite step's state is never the best
-            _evaluate(done, state.params, log, evaluator, validation)
+            _evaluate(done, p.objective.evaluated_params(state), log, evaluator, validation)
         if done % config.checkpoint_every_steps == 0 or done == p.total_steps or stop.raised:
             # Every step up to `done` verified finite before its state is saved: the one-step-late
             # reads above have not seen this step yet. (The save waits for the step anyway.)
