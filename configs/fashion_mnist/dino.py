@@ -3,6 +3,8 @@ r"""DINO pre-training (Caron et al. 2021) of the default Fashion-MNIST ViT (conf
     vitjax train --config configs/fashion_mnist/dino.py --workdir runs/fashion_mnist_dino
     vitjax eval --workdir runs/fashion_mnist_dino --knn_only          # weighted k-NN (k=20, T=0.07), knn.json
     vitjax eval --workdir runs/fashion_mnist_dino --fewshot_only      # linear few-shot probe, fewshot.json
+    vitjax analyze --workdir runs/fashion_mnist_dino --beside runs/vit  # CLS maps per head and their Jaccard
+                                                                        # with the garment, beside a supervised ViT's
 Expected: not measured yet (no k-NN, probe or fine-tuned accuracy, no wall time is claimed). A rough
 cost from token counts: a step runs the student on 2 x 50 + 8 x 10 tokens and the teacher on 2 x 50,
 about 4-5 times the supervised step's work per image, so about 2 minutes an epoch where the

@@ -94,7 +94,7 @@ def test_weights_read_from_unrolled_and_scanned_models(scan):
         np.testing.assert_allclose(w.sum(axis=-1), 1.0, rtol=1e-5)
     stats = attention.summarize(model, params, images, (4, 4), 4, num_show=2)
     assert stats["distance"].shape == (2, 2) and stats["num_images"] == 3
-    assert stats["rollout"].shape == (2, 4, 4) and stats["cls"].shape == (2, 2, 4, 4)
+    assert stats["rollout"].shape == (2, 4, 4) and stats["cls"].shape == (3, 2, 4, 4)  # every image's CLS maps
     assert np.all(stats["distance"] > 0) and np.all(stats["distance"] < attention.patch_distances((4, 4), 4).max())
 
 

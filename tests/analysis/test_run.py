@@ -11,7 +11,7 @@ import pytest
 from vitjax.analysis import run
 from tests.analysis import tiny
 
-ALL = {"posemb_similarity", "attention_distance", "attention_maps", "filter_pca"}
+ALL = {"posemb_similarity", "attention_distance", "attention_maps", "filter_pca", "cls_segmentation"}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -81,10 +81,11 @@ def test_every_imshow_is_nearest_neighbour(tmp_path, monkeypatch):
     assert calls and set(calls) == {"nearest"}, calls
 
 
-def test_sincos_vit_skips_only_the_posemb_similarity(tmp_path):
+def test_sincos_gap_vit_skips_the_posemb_similarity_and_the_cls_segmentation(tmp_path):
     model, params = tiny.vit(posemb="sincos2d", pool="gap")
     result = run.analyze(model, params, tiny.images(3), str(tmp_path))
-    assert set(result["written"]) == ALL - {"posemb_similarity"}
+    assert set(result["written"]) == ALL - {"posemb_similarity", "cls_segmentation"}
+    assert "no CLS token" in result["skipped"]["cls_segmentation"]
     assert "posemb='sincos2d'" in result["skipped"]["posemb_similarity"]
     assert "not a learned position embedding" in result["skipped"]["posemb_similarity"]
     assert not os.path.exists(tmp_path / "posemb_similarity.png")
@@ -204,3 +205,34 @@ def test_the_init_control_is_the_trainers_initialisation_of_the_runs_architectur
                  state.params, init)
     with pytest.raises(ValueError, match="do not match"):
         control.check_same_shapes(trained, control.initial_params(model, 0, (32, 32, 3)))
+
+
+def test_a_dino_run_beside_a_supervised_run_and_its_init(trained_tiny_dino_run, trained_tiny_run, tmp_path, capsys):
+    """DINO's emergent-segmentation figure as the issue asks it: the DINO run's (teacher's) CLS attention,
+    the supervised ViT's beside it (--beside), and the initialised control, each scored by the Jaccard
+    read-out against its random placement."""
+    out = tmp_path / "analysis"
+    parser = argparse.ArgumentParser()
+    run.main_args(parser)
+    run.run(parser.parse_args(["--workdir", trained_tiny_dino_run, "--out", str(out), "--num_images", "6",
+                               "--beside", trained_tiny_run]))
+    assert f"cls_segmentation: {out}" in capsys.readouterr().out
+    with open(out / "summary.json") as f:
+        summary = json.load(f)
+    assert summary["meta"]["beside"] == trained_tiny_run and summary["written"].keys() >= {"cls_segmentation"}
+    with open(out / "cls_segmentation.json") as f:
+        scores = json.load(f)
+    assert set(scores) == {"trained", "init", "beside", "note"}
+    for name in ("trained", "init", "beside"):
+        assert len(scores[name]["per_head"]) == len(scores[name]["per_head_permuted"]) == 2  # 2 heads
+        assert 0 <= scores[name]["mean"] <= 1 and 0 < scores[name]["mask_share"] <= 1
+    distance = _by_model(_csv(out / "attention_distance.csv"))
+    assert set(distance) == {"trained", "init", "beside"}
+    assert "beside" not in summary["numbers"]["filter_pca"]  # other runs enter the attention analyses only
+
+
+def test_beside_needs_the_same_patch_grid(trained_tiny_run, tmp_path):
+    model, params = tiny.vit()  # patch 4 on 16x16; the tiny run's too: make it another patch size
+    other = run.Variant("beside", "other", params, model.clone(patch_size=8))
+    with pytest.raises(ValueError, match="one patch grid"):
+        run.analyze(model, params, tiny.images(2), str(tmp_path), beside=[other])

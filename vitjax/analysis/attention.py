@@ -168,7 +168,8 @@ def summarize(model, params, images: np.ndarray, grid: tuple[int, int], patch: i
     so that the weights of a large model never sit in memory all at once.
 
     Returns 'distance' [layers, heads] (pixels, mean over images and query patches), 'rollout'
-    [num_show, rows, cols], and 'cls' [num_show, heads, rows, cols] or None without a CLS token.
+    [num_show, rows, cols], and 'cls' [images, heads, rows, cols] (every image: the segmentation
+    read-out scores them all; figures draw the first num_show) or None without a CLS token.
     """
     chunk = chunk or chunk_size(model, grid)
     num_show = max(1, num_show)
@@ -178,13 +179,12 @@ def summarize(model, params, images: np.ndarray, grid: tuple[int, int], patch: i
     for start in range(0, len(images), chunk):
         layers = attention_weights(model, params, images[start:start + chunk])
         distances.append(np.stack([mean_attention_distance(w, grid, patch) for w in layers], axis=1))
+        has_cls = num_prefix_tokens(layers[-1], grid) > 0
+        if has_cls:
+            cls.append(cls_maps(layers[-1], grid))
         show = max(0, num_show - start)
         if show:
-            shown = [w[:show] for w in layers]
-            rollouts.append(rollout_maps(shown, grid))
-            has_cls = num_prefix_tokens(shown[-1], grid) > 0
-            if has_cls:
-                cls.append(cls_maps(shown[-1], grid))
+            rollouts.append(rollout_maps([w[:show] for w in layers], grid))
     per_image = np.concatenate(distances)  # [images, layers, heads]
     return {
         "distance": per_image.mean(axis=0),

@@ -238,3 +238,40 @@ def mae_reconstructions(originals: np.ndarray, panels: dict[str, np.ndarray], pa
             _bare(axes[i, j], title if i == 0 else None)
     fig.suptitle("MAE reconstructions (visible patches: the input's; masked: the model's)", fontsize=10)
     return _save(fig, path)
+
+
+def cls_segmentation(scores: dict[str, dict], examples: dict, path: str, *, title: str) -> str:
+    """Left: each model's mean Jaccard per head of its CLS attention mask against the object's patches
+    (bars) and of the same masks placed at random (black ticks). Right, one row per example image: the
+    image, its object patches, and each model's mask of its best head (vitjax/analysis/segmentation.py).
+
+    `scores` {model label: segmentation.score(...)}; `examples` {'images' [n, H, W, C], 'objects'
+    [n, H, W] and 'masks' {model label: [n, H, W]}, all masks already one cell a token in pixels}."""
+    labels = list(scores)
+    count = len(examples["images"])
+    fig = plt.figure(figsize=(5.5 + 1.3 * (2 + len(labels)), max(3.2, 1.3 * count + 0.9)), layout="constrained")
+    left, right = fig.subfigures(1, 2, width_ratios=[5.5, 1.3 * (2 + len(labels))])
+    ax = left.subplots()
+    heads = len(scores[labels[0]]["per_head"])
+    width = 0.8 / len(labels)
+    for i, label in enumerate(labels):
+        x = np.arange(heads) + (i - (len(labels) - 1) / 2) * width
+        s = scores[label]
+        ax.bar(x, s["per_head"], width, label=f"{label}: mean {s['mean']:.3f} (random placement {s['mean_permuted']:.3f})")
+        ax.scatter(x, s["per_head_permuted"], marker="_", color="black", s=120, zorder=3,
+                   label="same masks, patches placed at random" if i == 0 else None)
+    ax.set_xticks(np.arange(heads), [str(h + 1) for h in range(heads)])
+    ax.set_xlabel("Head of the last layer")
+    ax.set_ylabel("Jaccard index with the object's patches")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.set_title(title, fontsize=9)
+    axes = right.subplots(count, 2 + len(labels), squeeze=False)
+    for row, image in enumerate(examples["images"]):
+        panels = [("Input", displayable(image)), ("Object patches", examples["objects"][row])]
+        panels += [(f"{label}\nbest head {scores[label]['best_head'] + 1}", examples["masks"][label][row])
+                   for label in labels]
+        for column, (name, picture) in enumerate(panels):
+            axes[row, column].imshow(picture, cmap="gray", interpolation="nearest", vmin=0, vmax=1)
+            _bare(axes[row, column], name if row == 0 else None)
+    return _save(fig, path)

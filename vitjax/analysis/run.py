@@ -1,11 +1,15 @@
 """`vitjax analyze`: figures that look inside a trained ViT (ViT paper Fig. 7), and the tables behind them.
 
     vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64] [--no_init_control]
+                   [--beside OTHER_DIR]
 
 Writes into FIGDIR (default DIR/analysis), each figure beside its data:
     posemb_similarity.png / .csv    cosine similarity of learned position embeddings, patch by patch
     attention_distance.png / .csv   mean attention distance (pixels) of every head against depth
     attention_maps.png / .json      attention rollout and last-layer CLS attention, over test images
+    cls_segmentation.png / .json    whether each head's CLS attention finds the object: Jaccard index of
+                                    the patches holding 60% of it with the object's patches, against
+                                    the same masks placed at random (vitjax/analysis/segmentation.py)
     filter_pca.png / .json          principal components of the first-layer (patch-embedding) filters,
                                     and their variance spectrum against random Gaussian filters
     mae_reconstructions.png / .json an MAE run's reconstructions of test images: original, masked input,
@@ -40,6 +44,7 @@ from vitjax.analysis.control import INIT, TRAINED
 from vitjax.analysis.posemb import NotApplicable
 
 NUM_SHOW = 8  # images drawn in the attention-map figure; all `num_images` enter the distance
+BESIDE = "beside"  # the `model` column of a run drawn beside the analysed one (--beside)
 FIRST_K = (1, 4, 8)  # the summary's "variance in the first k principal components"
 RANDOM_DRAWS, RANDOM_SEED = 20, 0  # random Gaussian kernels behind the filter spectrum's noise band
 
@@ -98,10 +103,12 @@ def _grid(model, image_shape) -> tuple[tuple[int, int], int]:
 
 
 class Variant(NamedTuple):
-    """One model analysed: `name` fills the tables' `model` column, `label` titles its figure panels."""
+    """One model analysed: `name` fills the tables' `model` column, `label` titles its figure panels;
+    `model` is its module when it is not the analysed run's (a run drawn beside it, `--beside`)."""
     name: str
     label: str
     params: dict
+    model: object = None
 
 
 def posemb_section(model, variants, image_shape, out) -> tuple[list[str], dict]:
@@ -173,7 +180,9 @@ def _map_files(model_stats, variants, images, grid, patch, out) -> list[str]:
     def pixels(maps):
         return None if maps is None else attention.to_pixels(maps, patch)
     shown = images[:len(model_stats[TRAINED]["rollout"])]
-    drawn = {v.label: (pixels(model_stats[v.name]["rollout"]), pixels(model_stats[v.name]["cls"])) for v in variants}
+    cls = {v.name: None if model_stats[v.name]["cls"] is None else model_stats[v.name]["cls"][:len(shown)]
+           for v in variants}
+    drawn = {v.label: (pixels(model_stats[v.name]["rollout"]), pixels(cls[v.name])) for v in variants}
     return [
         figures.attention_maps(shown, drawn, os.path.join(out, "attention_maps.png")),
         _write_json(os.path.join(out, "attention_maps.json"), {
@@ -182,10 +191,33 @@ def _map_files(model_stats, variants, images, grid, patch, out) -> list[str]:
                     "rollout: Abnar & Zuidema 2020, heads averaged, (A + I)/2 per layer, multiplied "
                     "through the layers; CLS row over patch keys (mean over patch rows without CLS)",
             "maps": [{"model": v.name, "rollout": _rounded(model_stats[v.name]["rollout"]),
-                      "cls_attention": None if model_stats[v.name]["cls"] is None
-                      else _rounded(model_stats[v.name]["cls"])} for v in variants],
+                      "cls_attention": None if cls[v.name] is None else _rounded(cls[v.name])} for v in variants],
         }),
     ]
+
+
+def _segmentation_files(model_stats, variants, images, grid, patch, out, num_show) -> tuple[list[str], dict]:
+    """The CLS-attention segmentation read-out of every model (vitjax/analysis/segmentation.py): its
+    figure, its table, and the summary numbers."""
+    from vitjax.analysis import attention, figures, segmentation
+    scores = {v.name: segmentation.score(model_stats[v.name]["cls"], images, grid, patch) for v in variants}
+    shown = slice(0, min(num_show, 4))
+    examples = {"images": images[shown],
+                "objects": attention.to_pixels(segmentation.object_patches(images[shown], grid, patch), patch),
+                "masks": {v.label: attention.to_pixels(segmentation.mass_masks(
+                    model_stats[v.name]["cls"][shown, scores[v.name]["best_head"]]), patch) for v in variants}}
+    title = (f"Does the last layer's CLS attention find the object? {len(images)} test images, the patches "
+             f"holding {segmentation.MASS:.0%} of each head's attention")
+    numbers = {v.name: {k: _rounded(value, 4) if isinstance(value, np.ndarray) else value
+                        for k, value in scores[v.name].items()} for v in variants}
+    numbers["note"] = (f"Jaccard index of each head's {segmentation.MASS:.0%}-mass CLS attention mask with the "
+                       f"object's patches (more than half the pixels {segmentation.PIXEL_THRESHOLD:.0%} of the "
+                       f"image's range above its darkest), mean over images; *_permuted: the same masks with "
+                       f"their patches placed at random ({segmentation.PERMUTATIONS} draws); head indices from 0")
+    files = [figures.cls_segmentation({v.label: scores[v.name] for v in variants}, examples,
+                                      os.path.join(out, "cls_segmentation.png"), title=title),
+             _write_json(os.path.join(out, "cls_segmentation.json"), numbers)]
+    return files, numbers
 
 
 def reconstruction_section(model, variants, images, out, *, num_show=NUM_SHOW, images_note=None):
@@ -215,11 +247,15 @@ def reconstruction_section(model, variants, images, out, *, num_show=NUM_SHOW, i
 
 
 def attention_sections(model, variants, images, out, *, num_show=NUM_SHOW) -> tuple[dict, dict, dict]:
-    """Both attention figures from one pass over the images a model:
-    ({name: paths}, settings for the summary, summary numbers)."""
+    """The attention figures from one pass over the images a model:
+    ({name: paths}, settings for the summary, {name: summary numbers})."""
     from vitjax.analysis import attention
     grid, patch = _grid(model, images.shape[1:])
-    model_stats = {v.name: attention.summarize(model, v.params, images, grid, patch, num_show=num_show)
+    for v in variants:
+        if v.model is not None and _grid(v.model, images.shape[1:]) != (grid, patch):
+            raise ValueError(f"{v.label} has patches of {_grid(v.model, images.shape[1:])[1]} px and this run "
+                             f"{patch} px: attention maps compare on one patch grid only")
+    model_stats = {v.name: attention.summarize(v.model or model, v.params, images, grid, patch, num_show=num_show)
                    for v in variants}
     uniform = float(attention.patch_distances(grid, patch).mean())  # a head attending everywhere equally
     files = {"attention_distance": _distance_files(model_stats, variants, grid, patch, uniform, out),
@@ -229,22 +265,27 @@ def attention_sections(model, variants, images, out, *, num_show=NUM_SHOW) -> tu
             "attention_distance_note": "per query patch, the attention-weighted mean pixel distance between "
                                        "patch centres, CLS dropped from queries and keys and rows "
                                        "renormalised; averaged over query patches and images"}
-    numbers = {v.name: _rounded(model_stats[v.name]["distance"].mean(axis=1), 4) for v in variants}
-    numbers.update(uniform=round(uniform, 4), note="mean attention distance (pixels) per layer, averaged over heads")
+    distance = {v.name: _rounded(model_stats[v.name]["distance"].mean(axis=1), 4) for v in variants}
+    distance.update(uniform=round(uniform, 4), note="mean attention distance (pixels) per layer, averaged over heads")
+    numbers = {"attention_distance": distance}
+    if model_stats[TRAINED]["cls"] is not None:
+        files["cls_segmentation"], numbers["cls_segmentation"] = _segmentation_files(
+            model_stats, variants, images, grid, patch, out, num_show)
     return files, meta, numbers
 
 
 # --- Whole analyses -----------------------------------------------------------------------------
 
 def analyze(model, params, images, out: str, *, init_params=None, init_label: str = "Initialised",
-            image_shape=None, images_note: str | None = None, num_show: int = NUM_SHOW) -> dict:
+            image_shape=None, images_note: str | None = None, num_show: int = NUM_SHOW, beside=()) -> dict:
     """Every analysis that applies to `model` with `params`, written into `out`.
 
     `init_params` (the same architecture at initialisation, see control.py) are analysed beside the
     trained ones in every figure and table; without them the figures show the trained model alone.
     `images` [n, H, W, C] (preprocessed as for evaluation) feed the attention figures; without them
     (None, or empty) those are skipped, with `images_note` as the reason. `image_shape` (H, W, C)
-    sets the patch grid when no images are given.
+    sets the patch grid when no images are given. `beside`: Variants of other runs (their own `model`,
+    the same patch grid) added to the attention figures and tables only.
     Returns {'out', 'written': {name: [paths]}, 'skipped': {name: reason}, 'meta': {...},
     'numbers': {name: the summary numbers, per model}}.
     """
@@ -275,17 +316,20 @@ def analyze(model, params, images, out: str, *, init_params=None, init_label: st
         attempt("mae_reconstructions", lambda: reconstruction_section(
             model, variants, images if have_images else None, out, num_show=num_show, images_note=images_note))
 
-    attention_names = ("attention_distance", "attention_maps")
+    attention_names = ("attention_distance", "attention_maps", "cls_segmentation")
     try:
         _vit_only(model, "attention analysis (distance, CLS maps, rollout)")
     except NotApplicable as reason:
         skipped.update({name: str(reason) for name in attention_names})
     else:
         if have_images:
-            files, settings, numbers["attention_distance"] = attention_sections(model, variants, images, out,
-                                                                               num_show=num_show)
+            files, settings, attention_numbers = attention_sections(model, variants + list(beside), images, out,
+                                                                    num_show=num_show)
             written.update(files)
+            numbers.update(attention_numbers)
             meta.update(settings)
+            if "cls_segmentation" not in files:
+                skipped["cls_segmentation"] = "the model has no CLS token (pool is not 'tok'), so no CLS attention"
         else:
             reason = f"no test images: {images_note or 'none were given'}"
             skipped.update({name: reason for name in attention_names})
@@ -301,7 +345,7 @@ def _host(params) -> dict:
 
 def model_from_config(config, params):
     """The run's model; the class count is read off the head kernel, so no dataset is needed (an MAE,
-    which predicts pixels, has no head and needs none).
+    which predicts pixels, and a DINO network, which scores prototypes, have no head and need none).
 
     Computation is float32 whatever the run's dtype: this is a handful of forward passes, and
     distances and maps should not carry bfloat16 rounding.
@@ -309,7 +353,7 @@ def model_from_config(config, params):
     from vitjax import models
     num_classes = int(np.shape(params["head"]["kernel"])[-1]) if "head" in params else None
     model = models.build(config.model_name, num_classes or 1, dtype="float32", **config.model.to_dict())
-    if num_classes is None and not isinstance(model, models.MAE):
+    if num_classes is None and not isinstance(model, (models.MAE, models.DINO)):
         raise ValueError("the checkpoint has no 'head' parameters; cannot tell the number of classes")
     return model
 
@@ -342,9 +386,10 @@ def _try_load_images(config, num_images):
 
 
 def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None = None,
-                    num_images: int = 64, init_control: bool = True) -> dict:
+                    num_images: int = 64, init_control: bool = True, beside: str | None = None) -> dict:
     """Loads a run's config and newest (or the given) checkpoint and writes every analysis that applies,
-    each beside the same analysis of the run's initial parameters unless `init_control` is False."""
+    each beside the same analysis of the run's initial parameters unless `init_control` is False, and
+    the attention analyses beside those of the run `beside` (its newest checkpoint) when given."""
     from vitjax import rundir, storage
 
     run_dir = rundir.locate(workdir).run_dir  # a gs:// run is read as any other (vitjax/storage.py)
@@ -360,11 +405,23 @@ def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None
                                  else (None, {"skipped": "--no_init_control"}))
     result = analyze(model, params, images, out or rundir.file_path(run_dir, rundir.ANALYSIS), images_note=note,
                      image_shape=image_shape, init_params=init_params,
-                     init_label=f"Initialised (seed {control.seed_of(config)}, untrained)")
+                     init_label=f"Initialised (seed {control.seed_of(config)}, untrained)",
+                     beside=[_beside_variant(beside)] if beside else [])
     result["meta"].update(workdir=run_dir, checkpoint=checkpoint, requested_images=num_images,
-                          init_control=control_meta)
+                          init_control=control_meta, beside=beside)
     _write_json(os.path.join(result["out"], "summary.json"), result)
     return result
+
+
+def _beside_variant(workdir: str) -> Variant:
+    """Another run drawn beside the analysed one (e.g. the supervised ViT beside a DINO run)."""
+    from vitjax import rundir
+    run_dir = rundir.locate(workdir).run_dir
+    config = rundir.load_config(run_dir)
+    params = rundir.read_checkpoint_params(workdir)
+    objective = config.get("objective", "supervised")
+    return Variant(BESIDE, f"{os.path.basename(os.path.normpath(run_dir))} ({objective})", _host(params),
+                   model_from_config(config, params))
 
 
 def _init_control(config, model, params, image_shape) -> tuple[dict | None, dict]:
@@ -399,6 +456,9 @@ def main_args(parser) -> None:
                              "directory (default: the newest checkpoint in --workdir)")
     parser.add_argument("--out", default=None, help="where figures and tables go (default: WORKDIR/analysis)")
     parser.add_argument("--num_images", type=int, default=64, help="test images for the attention figures")
+    parser.add_argument("--beside", default=None, metavar="WORKDIR",
+                        help="another run of the same patch grid (e.g. the supervised ViT beside a DINO run): "
+                             "its attention distance, maps and CLS segmentation drawn beside this run's")
     parser.add_argument("--no_init_control", dest="init_control", action="store_false",
                         help="analyse the trained model alone, without the same architecture at its "
                              "initialisation beside it in every figure and table")
@@ -407,7 +467,7 @@ def main_args(parser) -> None:
 def run(args) -> None:
     try:
         result = analyze_workdir(args.workdir, checkpoint=args.checkpoint, out=args.out,
-                                 num_images=args.num_images, init_control=args.init_control)
+                                 num_images=args.num_images, init_control=args.init_control, beside=args.beside)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax analyze: error: {error}")
     if not _writes():
