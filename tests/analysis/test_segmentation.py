@@ -74,3 +74,5 @@ def test_a_head_that_attends_to_the_object_beats_its_random_placement():
     assert result["per_head"][1] < 0.75
     assert result["object_share"] == pytest.approx(0.25)
     assert result["mask_share"] == pytest.approx((3 + 10) / 32)
+    assert result["per_image"].shape == (6,) and result["mean"] == pytest.approx(result["per_image"].mean())
+    assert result["mean_se"] == pytest.approx(result["per_image"].std(ddof=1) / np.sqrt(6))

@@ -220,3 +220,27 @@ def test_transfer_sweep_pretrains_on_five_classes_and_probes_the_other_five(tmp_
     assert "--fewshot_only" in lines[2] and "--probe" not in lines[2] and "--fewshot_seeds 10" in lines[2]
     assert "--probe transfer" in lines[3] and '"classes": [5, 6, 7, 8, 9]' in lines[3]
     assert not (tmp_path / "out").exists()
+
+
+def test_self_supervised_sweep_pretrains_without_labels_then_fine_tunes_under_the_protocol():
+    """experiments/self_supervised.py: one MAE and one DINO pre-training (their configs, validation held
+    out), then the plain arm's ViT protocol from each encoder, paired with the plain arm's runs."""
+    path = os.path.join(ROOT, "experiments", "self_supervised.py")
+    for method in ("mae", "dino"):
+        (run,) = spec.load(f"{path}:part={method}").runs
+        assert run.name == f"{method}_pretrain" and run.config_dict["objective"] == method
+        assert run.config_dict["data"]["val_size"] == 5_000 and run.config_dict["seed"] == 0
+    sweep = spec.load(f"{path}:part=finetune,pretrained=/pre")
+    plain = {(r.config_dict["data"]["train_size"], r.config_dict["seed"]): r.config_dict
+             for r in spec.load(os.path.join(ROOT, "experiments", "data_scaling.py")).runs
+             if r.config_dict["model_name"] == "vit"}
+    runs = {(r.name.split("_")[0], r.config_dict["data"]["train_size"], r.config_dict["seed"]): r.config_dict
+            for r in sweep.runs}
+    assert len(runs) == len(sweep.runs) == 22
+    for (method, size, seed), c in runs.items():
+        assert c["init_from"] == f"/pre/{method}_pretrain" and c["objective"] == "supervised"
+        mine = {k: v for k, v in c.items() if k != "init_from"}
+        assert mine == {k: v for k, v in plain[size, seed].items() if k != "init_from"}  # the paired plain run
+    assert sorted({n for _, n, _ in runs}) == [550, 1_700, 5_500, 55_000]
+    with pytest.raises(ValueError, match="the parts are mae, dino, finetune"):
+        spec.load(f"{path}:part=both")

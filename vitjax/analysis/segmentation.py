@@ -74,13 +74,17 @@ def score(cls_maps: np.ndarray, images: np.ndarray, grid: tuple[int, int], patch
     """The read-out for one model: `cls_maps` [n, heads, rows, cols] (attention.cls_maps) of `images`.
 
     Returns per-head means over the images ('per_head' Jaccard and 'per_head_permuted'), their mean
-    over heads ('mean', 'mean_permuted'), the best head's ('best_head' index from 0, 'best'), the
-    object's share of the patches and the masks' ('object_share', 'mask_share')."""
+    over heads ('mean', 'mean_permuted') with the standard error over images ('mean_se'), each image's
+    mean over heads ('per_image', 'per_image_permuted': for differences paired by image), the best
+    head's ('best_head' index from 0, 'best'), and the object's share of the patches and the masks'
+    ('object_share', 'mask_share')."""
     truth = object_patches(images, grid, patch)[:, None]
     masks = mass_masks(cls_maps, mass)
-    per_head = jaccard(masks, truth).mean(axis=0)
-    permuted = permuted_jaccard(masks, truth).mean(axis=0)
+    scores, permuted = jaccard(masks, truth), permuted_jaccard(masks, truth)  # [images, heads]
+    per_head, per_image = scores.mean(axis=0), scores.mean(axis=1)
     best = int(np.argmax(per_head))
-    return {"per_head": per_head, "per_head_permuted": permuted, "mean": float(per_head.mean()),
-            "mean_permuted": float(permuted.mean()), "best_head": best, "best": float(per_head[best]),
+    se = float(per_image.std(ddof=1) / np.sqrt(len(per_image))) if len(per_image) > 1 else float("nan")
+    return {"per_head": per_head, "per_head_permuted": permuted.mean(axis=0), "mean": float(per_head.mean()),
+            "mean_permuted": float(permuted.mean()), "mean_se": se, "per_image": per_image,
+            "per_image_permuted": permuted.mean(axis=1), "best_head": best, "best": float(per_head[best]),
             "object_share": float(truth.mean()), "mask_share": float(masks.mean())}

@@ -1,0 +1,57 @@
+r"""Label-free pre-training against the ViT's small-data gap: MAE and DINO on the 55k training images without
+labels, then the ViT fine-tuned from each encoder on N labelled images, under the study's protocol.
+
+    vitjax sweep experiments/self_supervised.py:part=mae --workdir runs/self_supervised    # MAE pre-training
+    vitjax sweep experiments/self_supervised.py:part=dino --workdir runs/self_supervised   # DINO pre-training
+    vitjax sweep experiments/self_supervised.py:part=finetune --workdir runs/self_supervised  # both encoders, N labels
+    vitjax eval --workdir runs/self_supervised/dino_pretrain --knn_only   # frozen features (and the MAE's)
+    vitjax analyze --workdir runs/self_supervised/dino_pretrain --beside runs/data_scaling/vit_n55000_s0
+    vitjax plot runs/self_supervised --out experiments/results/self_supervised
+
+The read-outs it tests (U1-U5) are pre-registered in experiments/README.md, Part 7.
+
+Pre-training (parts `mae` and `dino`, one run each): configs/fashion_mnist/{mae,dino}.py as they stand
+(20 and 50 epochs of the 55,000 training images, the 5,000 validation images held out as in every study
+run, labels unused), seed 0. One pre-training seed: its cost (~1-2 hours each on 2 cores) is the
+reason; the fine-tuning seeds below vary the labelled subset and the head, not the encoder.
+
+Fine-tuning (part `finetune`, after both pre-trainings): the plain arm's ViT config and protocol
+(experiments/protocol.py: the same sizes, budgets, validation split, best-validation test accuracy and
+paired seeds, so each run pairs with the plain arm's ViT and BiT of the same size and seed), starting
+from the pre-trained encoder (`init_from`; the classifier head starts at zero, the learned position
+embedding from the encoder's table). Sizes 550, 1.7k, 5.5k and 55k (17k left out to fit the part into
+~2 hours): 11 runs per encoder.
+
+Expected: not measured; the pre-trainings are estimated from token counts at ~1 hour (MAE) and ~2 hours
+(DINO), the fine-tuning part at ~90 minutes on 2 idle cores (the plain arm's ViT rate).
+"""
+import os
+
+from vitjax.config import load_module, parse_arg
+
+_protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
+
+BUDGET = _protocol.BUDGET.describe()
+TITLE = "ViT fine-tuned from label-free pre-training (MAE, DINO on 55k unlabelled), early stopping on validation"
+FEWSHOT = None
+SIZES = (550, 1_700, 5_500, 55_000)
+PRETRAIN = {"mae": "configs/fashion_mnist/mae.py", "dino": "configs/fashion_mnist/dino.py"}
+PRETRAIN_SEED = 0
+PARTS = ("mae", "dino", "finetune")
+
+
+def pretrain_name(method: str) -> str:
+    return f"{method}_pretrain"
+
+
+def get_runs(arg=None):
+    """`part` picks the runs; `pretrained` is the directory holding the pre-training runs (the finetune
+    part's --workdir by default, as the commands above use one workdir for all three parts)."""
+    arg = parse_arg(arg, part="finetune", pretrained="runs/self_supervised")
+    if arg.part not in PARTS:
+        raise ValueError(f"part={arg.part!r}; the parts are {', '.join(PARTS)}")
+    if arg.part in PRETRAIN:
+        return [(pretrain_name(arg.part), PRETRAIN[arg.part], {"seed": PRETRAIN_SEED})]
+    return [(f"{method}_ft_n{size}_s{seed}", "configs/fashion_mnist/vit.py",
+             {**_protocol.overrides(size, seed), "init_from": os.path.join(arg.pretrained, pretrain_name(method))})
+            for size in SIZES for seed in _protocol.seeds(size) for method in PRETRAIN]
