@@ -3,12 +3,13 @@
     vitjax train --config configs/<file>.py[:arg] --workdir DIR [--config.key=value ...] [--force]
                  [--coordinator_address HOST:PORT --num_processes N --process_id I] [--distributed auto|on|off]
     vitjax eval  --workdir DIR [--checkpoint PATH] [--fewshot | --fewshot_only] [--shots 1,5,10,25]
-                 [--knn | --knn_only] [--knn_k 20]
+                 [--knn | --knn_only] [--knn_k 20] [--knn_train_size N --knn_subset_seed S]
                  [--fewshot_data JSON] [--probe fewshot|transfer] [the multi-process flags of train]
     vitjax sweep experiments/<file>.py[:arg] --workdir DIR [--only NAME ...] [--dry-run] [--parallel N]
     vitjax plot  DIR [--out FIGDIR]
     vitjax data prepare fashion_mnist [--data_dir DIR] [--download]
-    vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64] [the multi-process flags]
+    vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64] [--beside DIR]
+                   [the multi-process flags]
     vitjax bench --config configs/<file>.py[:arg] [--config.key=value ...] [--rounds 7] [--out bench.json]
 """
 import argparse

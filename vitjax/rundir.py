@@ -62,6 +62,12 @@ EVAL = "eval.json"
 FEWSHOT = "fewshot.json"
 TRANSFER = "transfer.json"  # the second few-shot probe (on other data: `vitjax eval --probe transfer`)
 KNN = "knn.json"  # the weighted k-NN classifier on frozen features (`vitjax eval --knn`)
+
+
+def knn_file(train_size: int | None = None, subset_seed: int = 0) -> str:
+    """Where `vitjax eval --knn` writes: knn.json for the whole train split as the memory bank,
+    knn_n<N>_s<S>.json for the protocol's subset of N images drawn with subset seed S."""
+    return KNN if train_size is None else f"knn_n{train_size}_s{subset_seed}.json"
 CHECKPOINTS = "checkpoints"
 BEST_CHECKPOINT = "checkpoint_best"  # {'params': ...} of the best validation step, beside checkpoints/
 _CORRUPT = "corrupt_"  # corrupt_<checkpoints directory>/ holds that directory's steps set aside

@@ -91,3 +91,34 @@ def test_an_mae_runs_features_are_its_encoders_cls_output_on_every_patch():
     want = latent_cls(params, images)
     assert want.shape == (3, 32)
     np.testing.assert_allclose(fewshot.feature_fn(model)(tree, images), want, rtol=1e-4, atol=1e-5)
+
+
+def test_a_subset_memory_bank_is_the_class_balanced_subset_a_run_of_that_size_trains_on(trained_tiny_run, tmp_path,
+                                                                                        monkeypatch, capsys):
+    """`--knn_train_size N --knn_subset_seed S`: N labelled images, balanced over the classes, drawn as
+    data.train_size=N, data.subset_seed=S draws them; written beside the whole-split knn.json."""
+    from vitjax import data
+
+    workdir = str(tmp_path / "run")
+    shutil.copytree(trained_tiny_run, workdir)
+    banks = []
+    original = knn.accuracy
+    monkeypatch.setattr(knn, "accuracy", lambda train, labels, *rest, **kw: banks.append((train, labels)) or original(
+        train, labels, *rest, **kw))
+    for seed in (1, 2):
+        cli.main(["eval", "--workdir", workdir, "--knn_only", "--knn_train_size", "40", "--knn_subset_seed", str(seed)])
+    saved = json.loads(open(os.path.join(workdir, "knn_n40_s1.json")).read())
+    assert saved["train_examples"] == 40 and saved["train_size"] == 40 and saved["subset_seed"] == 1
+    assert os.path.exists(os.path.join(workdir, "knn_n40_s2.json"))
+    assert not os.path.exists(os.path.join(workdir, rundir.KNN))  # the whole-split result is another file
+    (features, labels), (other_features, _) = banks
+    assert np.bincount(labels, minlength=4).tolist() == [10, 10, 10, 10]
+    assert features.shape == other_features.shape and not np.array_equal(features, other_features)  # other images
+    # The run's own data pipeline, asked for that subset, yields the same labels in the same order.
+    config = rundir.load_config(workdir)
+    subset = {**config.data.to_dict(), "train_size": 40, "class_balanced": True, "subset_seed": 1}
+    want = np.concatenate([np.asarray(b["label"])[np.asarray(b["mask"], bool)]
+                           for b in data.eval_batches(subset, split="train", global_batch_size=64)])
+    np.testing.assert_array_equal(labels, want)
+    with pytest.raises(SystemExit, match="knn_train_size must be a positive"):
+        cli.main(["eval", "--workdir", workdir, "--knn_only", "--knn_train_size", "0"])

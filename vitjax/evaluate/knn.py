@@ -11,9 +11,12 @@ with weight exp(s / T); the class with the largest total wins (k = 20, T = 0.07:
 Ties between equal similarities at the k-th place are broken by train index (torch's topk leaves them
 unspecified).
 
-The train examples are the dataset's whole train split (not the run's `train_size` subset): the paper's
-protocol, features of the labelled set with no training at all; `--knn_max_train` caps them for a
-quick look. Images pass through the run's pp_eval, no augmentation.
+The train examples (the memory bank) are the dataset's whole train split (not the run's `train_size`
+subset): the paper's protocol, features of the labelled set with no training at all. With
+`--knn_train_size N --knn_subset_seed S` they are the class-balanced subset of N images that a run with
+data.train_size=N, data.class_balanced and data.subset_seed=S trains on (the study's label-efficiency
+question: what do N labels buy on frozen features?), written to knn_n<N>_s<S>.json. `--knn_max_train`
+caps them for a quick look. Images pass through the run's pp_eval, no augmentation.
 Tests: `python -m pytest tests/evaluate/test_knn.py`.
 """
 import time
@@ -63,9 +66,11 @@ def accuracy(train_features, train_labels, test_features, test_labels, num_class
 
 
 def knn_workdir(workdir: str, checkpoint: str | None = None, *, ks=DEFAULT_K, temperature: float = TEMPERATURE,
-                max_train: int | None = None, max_test: int | None = None, batch_size: int | None = None) -> dict:
+                max_train: int | None = None, max_test: int | None = None, batch_size: int | None = None,
+                train_size: int | None = None, subset_seed: int = 0) -> dict:
     """k-NN accuracies of a run's newest (or the given) checkpoint for each k; also written to the run's
-    knn.json. Results: 'knn_<k>_top1' (and '_top5'), with the example counts and the temperature."""
+    `rundir.knn_file(train_size, subset_seed)`. Results: 'knn_<k>_top1' (and '_top5'), with the example
+    counts, the memory bank's subset and the temperature."""
     from vitjax import data, rundir
     from vitjax.evaluate import features as features_lib, fewshot
 
@@ -75,7 +80,10 @@ def knn_workdir(workdir: str, checkpoint: str | None = None, *, ks=DEFAULT_K, te
         raise ValueError(f"k-NN needs k >= 1 and a temperature > 0, got k={ks}, temperature={temperature}")
     run_dir = rundir.locate(workdir).run_dir
     config = rundir.load_config(run_dir)
-    probe_data = {**config.data.to_dict(), "train_size": None, "class_balanced": False}
+    if train_size is not None and train_size < 1:
+        raise ValueError(f"--knn_train_size must be a positive number of images, got {train_size}")
+    probe_data = {**config.data.to_dict(), "train_size": train_size, "class_balanced": train_size is not None,
+                  "subset_seed": subset_seed}
     num_classes = data.get_info(probe_data).num_classes
     model, params = features_lib.feature_model(config, rundir.read_checkpoint_params(checkpoint or workdir),
                                                num_classes)
@@ -90,8 +98,9 @@ def knn_workdir(workdir: str, checkpoint: str | None = None, *, ks=DEFAULT_K, te
         for name, value in accuracy(*train, *test, num_classes, k=k, temperature=temperature).items():
             results[f"knn_{k}_{name}"] = value
     results.update(k=list(ks), temperature=temperature, train_examples=len(train[0]), test_examples=len(test[0]),
+                   train_size=train_size, subset_seed=subset_seed if train_size is not None else None,
                    feature_dim=int(train[0].shape[1]), data=probe_data["name"], seconds=time.time() - start)
-    rundir.write_json(run_dir, rundir.KNN, results)
+    rundir.write_json(run_dir, rundir.knn_file(train_size, subset_seed), results)
     return results
 
 
@@ -107,6 +116,10 @@ def add_args(parser) -> None:
                         help="neighbours, comma-separated (the paper: 20; also 10, 100, 200)")
     parser.add_argument("--knn_temperature", type=float, default=TEMPERATURE, help="T of the weights exp(s / T)")
     parser.add_argument("--knn_max_train", type=int, default=None, help="use only the first N train examples")
+    parser.add_argument("--knn_train_size", type=int, default=None,
+                        help="memory bank: the class-balanced subset of N train images a run with "
+                             "data.train_size=N trains on (default: the whole train split)")
+    parser.add_argument("--knn_subset_seed", type=int, default=0, help="that subset's data.subset_seed")
     parser.add_argument("--knn_max_test", type=int, default=None, help="score only the first N test examples")
 
 
@@ -118,4 +131,4 @@ def settings_from_args(args) -> dict | None:
     except ValueError:
         raise ValueError(f"--knn_k must be comma-separated integers such as 20,200, got {args.knn_k!r}") from None
     return {"ks": ks, "temperature": args.knn_temperature, "max_train": args.knn_max_train,
-            "max_test": args.knn_max_test}
+            "max_test": args.knn_max_test, "train_size": args.knn_train_size, "subset_seed": args.knn_subset_seed}
