@@ -4,6 +4,8 @@ r"""Decides the study's pre-registered read-outs (experiments/README.md) from th
         [--regularisation experiments/results/regularisation] [--model_size experiments/results/model_size] \
         [--patch_size experiments/results/patch_size_study] [--transfer experiments/results/transfer] \
         [--swin experiments/results/swin] [--deit experiments/results/deit --deit_aug experiments/results/deit_aug] \
+        [--self_supervised experiments/results/self_supervised] \
+        [--knn_dino DINO_RUN --knn_vit VIT_RUN ...] [--segmentation DINO_ANALYSIS/cls_segmentation.json] \
         --out experiments/results/readouts.json
 
 Each read-out is a quantity Q in accuracy points, predicted Q > 0, with threshold
@@ -11,14 +13,19 @@ tau = max(2 SE, 0.5 points): **holds** when Q > tau, **fails** when Q < -tau, el
 Q is a sum of terms coef * acc(family, n). When every term has the same >= 2 seeds, Q is computed seed
 by seed and SE = std / sqrt(n) over those seeds (paired: the families share each seed's subset, and the
 subsets are nested across sizes); otherwise each term's mean and SE are combined in quadrature. Read-outs
-whose sweep is missing from the command line are listed as not run.
+whose sweep is missing from the command line are listed as not run. U4 pairs k-NN accuracies by the
+memory bank's subset seed; U5 is in Jaccard units, paired by test image, with a floor of 0.02.
 """
 import argparse
+import glob
 import json
 import math
+import os
 import statistics
 import sys
 
+from vitjax.analysis.control import INIT, TRAINED
+from vitjax.analysis.run import BESIDE
 from vitjax.sweep import aggregate, table
 
 FLOOR = 0.5  # points: above the test set's own sampling error (0.3 at 90%) and the old run-to-run spread
@@ -228,11 +235,89 @@ def deit_arm(deit, deit_aug, plain) -> dict:
             "D4": decide(combine([(1, difference(deit_aug, "deit", plain, "bit", 55_000))]))}
 
 
+def pretrained_with(rows, method) -> list:
+    """The fine-tuning rows that started from `method`'s pre-training (init_from .../<method>_pretrain)."""
+    return [r for r in rows if os.path.basename(os.path.normpath(
+        str(r.get("config", {}).get("init_from") or ""))) == f"{method}_pretrain"]
+
+
+def self_supervised_arm(finetune, plain) -> dict:
+    """U1-U3 from experiments/self_supervised.py:part=finetune's table against the plain arm."""
+    found = {}
+    for u, method in (("U1", "mae"), ("U2", "dino")):
+        tuned = pretrained_with(finetune, method)
+        found[u] = {**decide(combine([(1 / len(SMALLEST), difference(tuned, "vit", plain, "bit", n))
+                                      for n in SMALLEST])), "method": method}
+    for method in ("mae", "dino"):
+        tuned = pretrained_with(finetune, method)
+        small = [(1 / len(SMALLEST), difference(tuned, "vit", plain, "vit", n)) for n in SMALLEST]
+        found[f"U3_{method}"] = decide(combine(small + [(-1, difference(tuned, "vit", plain, "vit", 55_000))]))
+    return found
+
+
+KNN_METRIC = "knn_20_top1"  # the DINO paper's k = 20 at T = 0.07
+
+
+def knn_values(run_dirs, size, metric=KNN_METRIC) -> dict:
+    """{subset seed: k-NN accuracy in points} from the knn_n<size>_s<seed>.json files in `run_dirs`
+    (`vitjax eval --knn_only --knn_train_size size --knn_subset_seed seed`); a seed twice is an error."""
+    found = {}
+    for run_dir in run_dirs:
+        for path in glob.glob(os.path.join(run_dir, f"knn_n{size}_s*.json")):
+            with open(path) as f:
+                result = json.load(f)
+            seed = result["subset_seed"]
+            if seed in found:
+                raise ValueError(f"two k-NN results for {size} images, subset seed {seed} (one is {path})")
+            found[seed] = 100 * result[metric]
+    return found
+
+
+def knn_arm(dino_dirs, vit_dirs) -> dict:
+    """U4: the frozen DINO teacher's k-NN accuracy minus the supervised ViT's, with the same n labelled
+    images as the memory bank, paired by subset seed, mean over n in SMALLEST."""
+    return {"U4": decide(combine([(1 / len(SMALLEST), {s: d - v[s] for s, d in knn_values(dino_dirs, n).items()
+                                                       if s in (v := knn_values(vit_dirs, n))})
+                                  for n in SMALLEST]))}
+
+
+JACCARD_FLOOR = 0.02  # Jaccard units: U5's least meaningful difference
+
+
+def segmentation_arm(path) -> dict:
+    """U5 from `vitjax analyze --beside`'s cls_segmentation.json of the DINO run: the DINO network's
+    per-image mean Jaccard minus each reference's (the same masks placed at random, the network at
+    initialisation, the supervised ViT beside it), paired by image, tau = max(2 SE, JACCARD_FLOOR)."""
+    with open(path) as f:
+        scores = json.load(f)
+    dino = scores[TRAINED]["per_image"]
+    references = {"random placement": scores[TRAINED]["per_image_permuted"],
+                  "initialisation": scores[INIT]["per_image"], "supervised ViT": scores[BESIDE]["per_image"]}
+    against = {}
+    for name, other in references.items():
+        differences = [a - b for a, b in zip(dino, other, strict=True)]
+        se = statistics.stdev(differences) / math.sqrt(len(differences))
+        against[name] = {"q": statistics.fmean(differences), "se": se, "tau": max(2 * se, JACCARD_FLOOR)}
+    if all(r["q"] > r["tau"] for r in against.values()):
+        verdict = "holds"
+    elif against["supervised ViT"]["q"] < -against["supervised ViT"]["tau"]:
+        verdict = "fails"
+    else:
+        verdict = "inconclusive"
+    return {"U5": {"verdict": verdict, "j_dino": statistics.fmean(dino), "against": against,
+                   "how": f"per-image paired differences over {len(dino)} images (Jaccard units)"}}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data_scaling", help="the plain arm's sweep (or results) directory")
     for arm in ("regularisation", "model_size", "patch_size", "transfer", "swin", "deit", "deit_aug"):
         parser.add_argument(f"--{arm}", help=f"the {arm} sweep's (or results) directory")
+    parser.add_argument("--self_supervised", help="experiments/self_supervised.py's sweep (or results) directory")
+    parser.add_argument("--knn_dino", nargs="+", help="the DINO run directory holding its knn_n<N>_s<S>.json files")
+    parser.add_argument("--knn_vit", nargs="+", help="the plain arm's ViT run directories with their knn_n<N>_s<S>.json")
+    parser.add_argument("--segmentation", help="cls_segmentation.json of `vitjax analyze` on the DINO run, --beside "
+                                               "the plain arm's 55k ViT")
     parser.add_argument("--out", help="write the read-outs as JSON here")
     parser.add_argument("--markdown", action="store_true", help="also print the plain arm's table (markdown)")
     args = parser.parse_args(argv)
@@ -246,6 +331,8 @@ def main(argv=None) -> int:
             found.update(regularisation_arm(table.read(args.regularisation), rows))
         if args.swin:
             found.update(swin_arm(table.read(args.swin), rows))
+        if args.self_supervised:
+            found.update(self_supervised_arm(table.read(args.self_supervised), rows))
         if args.deit and args.deit_aug:
             found.update(deit_arm(table.read(args.deit), table.read(args.deit_aug), rows))
     if args.model_size:
@@ -254,9 +341,13 @@ def main(argv=None) -> int:
         found.update(patch_size_arm(table.read(args.patch_size)))
     if args.transfer:
         found.update(transfer_arm(table.read(args.transfer)))
+    if args.knn_dino and args.knn_vit:
+        found.update(knn_arm(args.knn_dino, args.knn_vit))
+    if args.segmentation:
+        found.update(segmentation_arm(args.segmentation))
     for name, r in found.items():
         numbers = f"Q = {r['q']:+.2f}, tau = {r['tau']:.2f} ({r['how']})" if "tau" in r else (
-            f"Q = {r['q']:+.2f} ({r['how']})" if "q" in r else "")
+            f"Q = {r['q']:+.2f} ({r['how']})" if "q" in r else r.get("how", ""))
         print(f"{name}: {r['verdict']:12s} {numbers}")
     if args.out:
         with open(args.out, "w") as f:

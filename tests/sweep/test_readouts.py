@@ -1,4 +1,5 @@
 """The pre-registered read-outs' decision rule (experiments/readouts.py), on hand-made tables."""
+import json
 import math
 import os
 
@@ -168,3 +169,64 @@ def test_swin_and_deit_read_outs_pair_with_the_plain_arm():
     assert found["D1"]["q"] == pytest.approx(1.3) and found["D1"]["verdict"] == "holds"
     assert found["D3"]["q"] == pytest.approx(3.0) and found["D3"]["verdict"] == "holds"
     assert found["D4"]["q"] == pytest.approx(-1.0) and found["D4"]["verdict"] == "fails"  # the student trails its teacher
+
+
+def _fine_tuned(method, accs):
+    """A ViT fine-tuned from `method`'s pre-training (init_from .../<method>_pretrain) at seeds 0, 1."""
+    rows = _family_rows("vit", accs)
+    for r in rows:
+        r["config"] = {**r["config"], "init_from": f"runs/self_supervised/{method}_pretrain"}
+    return rows
+
+
+def test_label_free_read_outs_pair_each_encoders_fine_tuning_with_the_plain_arm():
+    plain = _family_rows("vit", {550: 0.60, 1_700: 0.70, 55_000: 0.88}) + \
+        _family_rows("bit", {550: 0.66, 1_700: 0.75, 55_000: 0.91})
+    finetune = _fine_tuned("mae", {550: 0.70, 1_700: 0.77, 55_000: 0.89}) + \
+        _fine_tuned("dino", {550: 0.64, 1_700: 0.72, 55_000: 0.875})
+    found = readouts.self_supervised_arm(finetune, plain)
+    assert found["U1"]["q"] == pytest.approx(3.0) and found["U1"]["verdict"] == "holds"
+    assert found["U2"]["q"] == pytest.approx(-2.5) and found["U2"]["verdict"] == "fails"
+    assert found["U3_mae"]["q"] == pytest.approx(7.5)  # lifts 10 and 7 points at <= 1.7k, 1 at 55k
+    assert found["U3_dino"]["q"] == pytest.approx(3.5) and found["U3_dino"]["verdict"] == "holds"
+
+
+def _knn_file(run_dir, size, seed, accuracy):
+    run_dir.mkdir(exist_ok=True)
+    (run_dir / f"knn_n{size}_s{seed}.json").write_text(json.dumps(
+        {"knn_20_top1": accuracy, "train_size": size, "subset_seed": seed}))
+
+
+def test_knn_read_out_pairs_the_dino_bank_with_the_vit_trained_on_the_same_images(tmp_path):
+    dino, vits = tmp_path / "dino_pretrain", []
+    for size, d, v in ((550, 0.70, 0.62), (1_700, 0.76, 0.71)):
+        for seed in (0, 1):
+            _knn_file(dino, size, seed, d + 0.01 * seed)
+            vits.append(tmp_path / f"vit_n{size}_s{seed}")
+            _knn_file(vits[-1], size, seed, v)
+    _knn_file(dino, 55_000, 0, 0.99)  # a size the read-out does not use
+    found = readouts.knn_arm([str(dino)], [str(v) for v in vits])
+    assert found["U4"]["per_seed"] == pytest.approx([6.5, 7.5]) and found["U4"]["verdict"] == "holds"
+    _knn_file(vits[0].parent / "copy", 550, 0, 0.5)
+    with pytest.raises(ValueError, match="two k-NN results for 550 images, subset seed 0"):
+        readouts.knn_arm([str(dino)], [str(v) for v in vits] + [str(vits[0].parent / "copy")])
+
+
+def _segmentation(tmp_path, dino, permuted, init, supervised):
+    path = tmp_path / "cls_segmentation.json"
+    path.write_text(json.dumps({"trained": {"per_image": dino, "per_image_permuted": permuted},
+                                "init": {"per_image": init}, "beside": {"per_image": supervised}}))
+    return str(path)
+
+
+def test_segmentation_read_out_needs_every_reference_beaten_and_fails_only_against_the_supervised_vit(tmp_path):
+    dino = [0.50, 0.55, 0.60, 0.52]
+    beaten = [j - 0.2 for j in dino]
+    found = readouts.segmentation_arm(_segmentation(tmp_path, dino, beaten, beaten, [j - 0.1 for j in dino]))
+    assert found["U5"]["verdict"] == "holds"
+    assert found["U5"]["against"]["supervised ViT"]["q"] == pytest.approx(0.1)
+    assert found["U5"]["against"]["supervised ViT"]["tau"] == pytest.approx(0.02)  # paired differences all equal
+    tie = readouts.segmentation_arm(_segmentation(tmp_path, dino, beaten, beaten, [j + 0.01 for j in dino]))
+    assert tie["U5"]["verdict"] == "inconclusive"
+    worse = readouts.segmentation_arm(_segmentation(tmp_path, dino, beaten, dino, [j + 0.1 for j in dino]))
+    assert worse["U5"]["verdict"] == "fails"
