@@ -82,6 +82,8 @@ def base() -> ml_collections.ConfigDict:
     c.end_lr = 0.0
     c.schedule = "cosine"  # 'cosine' | 'linear' | 'constant', after a linear warmup
     c.weight_decay = 1e-4  # decoupled, on kernels only
+    c.weight_decay_schedule = "constant"  # or 'cosine': from weight_decay to weight_decay_end over the run
+    c.weight_decay_end = 0.0
     c.grad_clip_norm = 1.0  # 0 disables
     c.label_smoothing = 0.0
     c.grad_accum_steps = 1  # micro-batches per step; the step still updates once on batch_size examples
@@ -134,6 +136,9 @@ def dino_defaults() -> ml_collections.ConfigDict:
         global_crop_size=0, global_crop_scale=(0.4, 1.0),
         local_crops=8, local_crop_size=0, local_crop_scale=(0.05, 0.4),
         flip=True,  # a horizontal flip of each view with probability 1/2
+        # The official brightness/contrast jitter and solarisation, grey images only (objectives/photometric.py),
+        # on pixels in pixel_range (what pp_train maps them to).
+        photometric=True, pixel_range=(-1.0, 1.0),
         student_temp=0.1,
         teacher_temp=0.04,  # after the warm-up; the paper's longer runs use 0.07
         warmup_teacher_temp=0.04, warmup_teacher_temp_epochs=0,  # linear warm-up, per epoch

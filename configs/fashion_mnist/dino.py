@@ -20,7 +20,10 @@ Choices:
   (96/224 = 0.43; 12/28 = 0.43), and every crop size must be a multiple of the patch size 4 (a ViT
   takes whole patches); 16 px (0.57) would be the next.
 - No flips (dino.flip=false): Fashion-MNIST's shoes all face one way (configs/fashion_mnist/vit.py).
-  The official colour and blur augmentations are not implemented (vitjax/objectives/multicrop.py).
+  The official photometric augmentations that act on grey images (dino.photometric, the default):
+  brightness and contrast jitter (p 0.8) on every view, solarisation (p 0.2) of the second global
+  view; the blur, at these sizes a fraction of a pixel, and the colour operations are no-ops here
+  (vitjax/objectives/photometric.py).
 - Head: K = 1024 prototypes, hidden 512, bottleneck 128. The official 65,536 serves ImageNet's 1.28M
   images of 1,000 classes; here 55k images of 10 classes: 1024 is still 100 prototypes per class,
   about 54 images per prototype, and the last layer (128 x 1024) stays smaller than the backbone's
@@ -33,7 +36,7 @@ Choices:
 - Teacher momentum 0.9995 rising to 1: the official code recommends it over 0.996 for small batches
   (its example: batch 256); here 128.
 - Optimiser as the official: AdamW, lr 0.0005 x batch / 256 = 2.5e-4 after a 10-epoch linear warm-up,
-  cosine to 1e-6, weight decay 0.04 (the official raises it to 0.4 on a cosine; vitjax's is constant),
+  cosine to 1e-6, weight decay 0.04 rising to 0.4 on a cosine over the run (weight_decay_schedule),
   gradient clipping at 3.0, stochastic depth 0.1 in the student; the prototypes frozen for the first
   epoch. Untuned for this model and data.
 - 5,000 training images held out as the validation split (data.val_size, the data-scaling study's
@@ -65,6 +68,7 @@ def get_config(arg=None):
     c.dino.local_crops = 8
     c.dino.local_crop_size = 12
     c.dino.flip = False
+    c.dino.photometric = True
     c.dino.teacher_temp = 0.07
     c.dino.warmup_teacher_temp = 0.04
     c.dino.warmup_teacher_temp_epochs = 15
@@ -82,6 +86,8 @@ def get_config(arg=None):
     c.lr = 0.0005 * c.batch_size / 256
     c.end_lr = 1e-6
     c.weight_decay = 0.04
+    c.weight_decay_schedule = "cosine"
+    c.weight_decay_end = 0.4
     c.grad_clip_norm = 3.0
     c.log_every_steps = 100
     c.eval_every_steps = 2150

@@ -3,6 +3,7 @@ import argparse
 import csv
 import json
 import os
+import re
 
 import ml_collections
 import numpy as np
@@ -236,3 +237,10 @@ def test_beside_needs_the_same_patch_grid(trained_tiny_run, tmp_path):
     other = run.Variant("beside", "other", params, model.clone(patch_size=8))
     with pytest.raises(ValueError, match="one patch grid"):
         run.analyze(model, params, tiny.images(2), str(tmp_path), beside=[other])
+
+
+def test_beside_refuses_a_run_trained_on_other_images_before_drawing(trained_tiny_run):
+    with pytest.raises(ValueError, match=re.escape("its parameters do not fit the analysed run's images of shape "
+                                                   "(16, 16, 1)")):
+        run._beside_variant(trained_tiny_run, (16, 16, 1))
+    assert run._beside_variant(trained_tiny_run, (16, 16, 3)).name == run.BESIDE

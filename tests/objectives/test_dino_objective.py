@@ -19,10 +19,12 @@ from vitjax.train import step as steps, trainer
 
 
 def _config(**dino):
-    """The tiny DINO config on 8x8 images: 8 px global crops, 2 local crops of 4 px (one patch)."""
+    """The tiny DINO config on 8x8 grey images: 8 px global crops, 2 local crops of 4 px (one patch), the
+    photometric augmentations on."""
     c = tiny_config.get_config("model=dino,steps=20")
     c.data.synthetic.image_shape = (8, 8, 1)
     c.dino.local_crop_size = 4
+    c.dino.photometric = True
     c.dino.update(dino)
     return c
 
@@ -107,10 +109,19 @@ def test_the_flop_count_of_an_accumulating_step_lowers_its_loop_free_twin_on_eve
     (dict(teacher_temp=0.0), "dino.teacher_temp=0.0: use a temperature > 0"),
     (dict(centre_momentum=1.0), "dino.centre_momentum=1.0: use a momentum in [0, 1)"),
     (dict(local_crops=-1), "dino.local_crops=-1: use 0 or more local crops"),
+    (dict(pixel_range=(1.0, -1.0)), "dino.pixel_range=(1.0, -1.0): use (low, high) with low < high"),
 ])
 def test_bad_dino_settings_fail_before_compiling(tmp_path, change, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         trainer.train(_config(**change), str(tmp_path / "w"))
+    assert not rundir.exists(str(tmp_path / "w"), rundir.CONFIG)
+
+
+def test_photometric_augmentation_refuses_colour_images_naming_the_switch(tmp_path):
+    config = _config()
+    config.data.synthetic.image_shape = (8, 8, 3)
+    with pytest.raises(ValueError, match=re.escape("these images have 3 channels: set dino.photometric=False")):
+        trainer.train(config, str(tmp_path / "w"))
     assert not rundir.exists(str(tmp_path / "w"), rundir.CONFIG)
 
 

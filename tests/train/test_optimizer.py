@@ -167,6 +167,24 @@ def test_zero_gradients_decay_only_the_kernels():
         np.testing.assert_allclose(np.asarray(update), expected, rtol=1e-6, err_msg=path)
 
 
+def test_cosine_weight_decay_follows_the_official_dino_schedule_step_by_step():
+    # With no gradient and lr 1 each update is -wd(t) * w on kernels: wd(t) is read off the updates.
+    params = jax.tree.map(lambda s: jnp.full(s.shape, 0.5, s.dtype), _vit_params())
+    c = _config(lr=1.0, schedule="constant", weight_decay=0.04, weight_decay_schedule="cosine",
+                weight_decay_end=0.4, grad_clip_norm=0.0, optimizer=dict(name="sgd", momentum=0.0))
+    tx = optimizer.make_optimizer(c, optimizer.learning_rate_schedule(c, 10, 0), total_steps=10)
+    state, zeros = tx.init(params), jax.tree.map(jnp.zeros_like, params)
+    update = jax.jit(tx.update)
+    # The official utils.cosine_scheduler(0.04, 0.4, epochs, niter_per_ep), 10 iterations, no warm-up:
+    official = 0.4 + 0.5 * (0.04 - 0.4) * (1 + np.cos(np.pi * np.arange(10) / 10))
+    for t in range(10):
+        updates, state = update(zeros, state, params)
+        flat = _by_path(updates)
+        np.testing.assert_allclose(np.asarray(flat["head/kernel"]), -official[t] * 0.5, rtol=1e-6, err_msg=str(t))
+        assert not np.asarray(flat["head/bias"]).any()
+    assert official[0] == pytest.approx(0.04) and official[-1] == pytest.approx(0.4, abs=0.01)
+
+
 # --- The optimiser against a float64 reference ---------------------------------------------------
 
 SHAPES = {"embedding/kernel": (2, 2, 1, 4), "embedding/bias": (4,), "cls": (1, 1, 4),

@@ -36,6 +36,8 @@ def _set(config, key, value):
     ("label_smoothing", 1.0, "label_smoothing=1.0: use a value in [0, 1)"),
     ("warmup_steps", -5, "warmup_steps must be >= 0"),
     ("schedule", "cosin", "schedule='cosin': choose 'cosine', 'linear' or 'constant'"),
+    ("weight_decay_schedule", "linear", "weight_decay_schedule='linear': choose 'constant' or 'cosine'"),
+    ("weight_decay_end", -0.4, "weight_decay_end=-0.4: use a rate >= 0"),
     ("optimizer.name", "adamm", "optimizer.name='adamm': choose 'adam', 'adamw' or 'sgd'"),
     ("optimizer.b2", 1.5, "optimizer.b2=1.5: use a decay rate in [0, 1)"),
     ("dtype", "float8", "dtype='float8': choose 'float32', 'bfloat16' or 'float16'"),
@@ -89,6 +91,9 @@ def test_every_accepted_name_builds():
     for name in validate.OPTIMIZERS:
         config.optimizer.name = name
         optimizer.make_optimizer(config, optimizer.learning_rate_schedule(config, 10, 2))
+    for name in validate.WEIGHT_DECAY_SCHEDULES:
+        config.weight_decay_schedule = name
+        optimizer.make_optimizer(config, optimizer.learning_rate_schedule(config, 10, 2), total_steps=10)
     for name in validate.DTYPES:
         assert models.build("vit", 4, dtype=name, **config.model).dtype == jnp.dtype(name)
 

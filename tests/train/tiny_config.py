@@ -31,6 +31,9 @@ def get_config(arg=None):
         c.model.head_bottleneck_dim = 16
         c.dino.local_crops = 2
         c.dino.local_crop_size = 8
+        # Grey images only, and these are RGB: the train step with them is tested on grey images in
+        # tests/objectives/test_dino_objective.py, the ops in test_photometric.py.
+        c.dino.photometric = False
     elif c.model_name != "vit":
         c.model.variant = "R26x1"
         c.model.stem = "small"

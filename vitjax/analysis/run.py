@@ -406,22 +406,34 @@ def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None
     result = analyze(model, params, images, out or rundir.file_path(run_dir, rundir.ANALYSIS), images_note=note,
                      image_shape=image_shape, init_params=init_params,
                      init_label=f"Initialised (seed {control.seed_of(config)}, untrained)",
-                     beside=[_beside_variant(beside)] if beside else [])
+                     beside=[_beside_variant(beside, image_shape)] if beside else [])
     result["meta"].update(workdir=run_dir, checkpoint=checkpoint, requested_images=num_images,
                           init_control=control_meta, beside=beside)
     _write_json(os.path.join(result["out"], "summary.json"), result)
     return result
 
 
-def _beside_variant(workdir: str) -> Variant:
-    """Another run drawn beside the analysed one (e.g. the supervised ViT beside a DINO run)."""
+def _beside_variant(workdir: str, image_shape) -> Variant:
+    """Another run drawn beside the analysed one (e.g. the supervised ViT beside a DINO run); refused
+    unless its parameters fit the analysed run's images (`image_shape`, when known)."""
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
     from vitjax import rundir
     run_dir = rundir.locate(workdir).run_dir
     config = rundir.load_config(run_dir)
-    params = rundir.read_checkpoint_params(workdir)
+    params = _host(rundir.read_checkpoint_params(workdir))
+    model = model_from_config(config, params)
+    if image_shape is not None:
+        fits = jax.eval_shape(lambda: nn.meta.unbox(model.init(jax.random.key(0), jnp.zeros((1, *image_shape)),
+                                                                train=False)["params"]))
+        if jax.tree.map(np.shape, fits) != jax.tree.map(np.shape, params):
+            raise ValueError(f"--beside {workdir}: its parameters do not fit the analysed run's images of shape "
+                             f"{tuple(image_shape)} (another channel count or image size); draw beside it a run "
+                             f"trained on the same images")
     objective = config.get("objective", "supervised")
-    return Variant(BESIDE, f"{os.path.basename(os.path.normpath(run_dir))} ({objective})", _host(params),
-                   model_from_config(config, params))
+    return Variant(BESIDE, f"{os.path.basename(os.path.normpath(run_dir))} ({objective})", params, model)
 
 
 def _init_control(config, model, params, image_shape) -> tuple[dict | None, dict]:

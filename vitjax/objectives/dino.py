@@ -4,7 +4,8 @@ with no labels. `config.objective = "dino"`, `config.model_name = "dino"`, setti
     vitjax train --config configs/fashion_mnist/dino.py --workdir runs/fashion_mnist_dino
 
 Each step cuts every image into 2 global and `local_crops` local views (vitjax/objectives/multicrop.py,
-on the device, from the step's key). The student (the trained parameters: ViT backbone + DINO head,
+on the device, from the step's key; with `dino.photometric` the official brightness/contrast jitter and
+solarisation, vitjax/objectives/photometric.py). The student (the trained parameters: ViT backbone + DINO head,
 vitjax/models/dino.py) sees every view; the teacher sees the global ones. The loss
 (vitjax/objectives/dino_formulas.py) is the mean over (teacher global view, other student view) pairs
 of the cross-entropy between the teacher's centred, sharpened softmax and the student's softmax at 0.1.
@@ -23,7 +24,8 @@ per epoch from `warmup_teacher_temp` to `teacher_temp` over `warmup_teacher_temp
 prototypes (the head's last layer) take no gradient during the first `freeze_last_layer_epochs`
 (the official code drops their gradient; here decoupled weight decay, which only shrinks their norm,
 still applies, and with the norm fixed to 1 the scores do not change). The official weight-decay
-schedule (0.04 to 0.4) and lr scaling are the optimiser's config, not the objective's.
+schedule (0.04 to 0.4: `weight_decay_schedule='cosine'`) and lr scaling are the optimiser's config, not
+the objective's.
 
 Logged every log step besides the loss: teacher_entropy, teacher_kl_to_centre, teacher_student_kl,
 embedding_std (the collapse monitors, `dino_formulas.collapse_monitors`), teacher_temperature and

@@ -9,7 +9,7 @@ patches, and its position table is interpolated to each crop's patch grid.
 import dataclasses
 
 from vitjax.models.dino import DINO as DINOModel
-from vitjax.objectives import multicrop
+from vitjax.objectives import multicrop, photometric
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +59,8 @@ def _rules(d):
         ("teacher_momentum", 0 <= d.teacher_momentum <= 1, "use a momentum in [0, 1] (the paper's 0.996)"),
         ("centre_momentum", 0 <= d.centre_momentum < 1, "use a momentum in [0, 1) (the paper's 0.9)"),
         ("freeze_last_layer_epochs", d.freeze_last_layer_epochs >= 0, "use 0 (never frozen) or more epochs"),
+        ("pixel_range", len(d.pixel_range) == 2 and d.pixel_range[0] < d.pixel_range[1],
+         "use (low, high) with low < high: the range pp_train maps pixels to, e.g. (-1.0, 1.0)"),
     )
 
 
@@ -71,7 +73,18 @@ def _crops(d, patch: int, image_shape) -> multicrop.Crops:
             raise ValueError(f"dino.{key}={size} is not divisible by the patch size {patch}: a ViT takes whole "
                              f"patches; use a multiple of {patch}, e.g. {max(patch, size // patch * patch)}")
     return multicrop.Crops(global_size, local_size, int(d.local_crops), tuple(d.global_crop_scale),
-                           tuple(d.local_crop_scale), bool(d.flip))
+                           tuple(d.local_crop_scale), bool(d.flip), photometric=_photometric(d, image_shape))
+
+
+def _photometric(d, image_shape) -> photometric.Photometric | None:
+    """The views' photometric augmentations, refused on colour images (saturation, hue and grey-scale
+    conversion, the official pipeline's colour operations, are not implemented)."""
+    if not d.photometric:
+        return None
+    if image_shape[-1] != 1:
+        raise ValueError(f"dino.photometric=True implements the official augmentations that act on grey images "
+                         f"only, and these images have {image_shape[-1]} channels: set dino.photometric=False")
+    return photometric.Photometric(pixel_range=tuple(float(v) for v in d.pixel_range))
 
 
 def with_table_grid(model, image_shape):

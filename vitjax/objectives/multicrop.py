@@ -14,9 +14,9 @@ Why on the device, inside the objective, and not as tf.data ops: the draws come 
 key (the step's `fold_in(seed, step)`), so the views of a step depend on the state and the batch alone
 and a resumed run repeats an uninterrupted one exactly; the data pipeline, shared by every objective,
 stays as it is, batches of one image size; and the crops cost a small resampling next to the ViT's
-forward passes on every view. The photometric augmentations of the official pipeline (colour jitter,
-grey scale, blur, solarisation) are not applied: most are colour operations, moot on grey Fashion-MNIST,
-and its blur radii are sized for 224-pixel images.
+forward passes on every view. With `photometric` set, each view then gets the official pipeline's
+photometric augmentations that mean something on grey images (vitjax/objectives/photometric.py:
+brightness and contrast jitter, solarisation of the second global view), from the same draws.
 Tests: `python -m pytest tests/objectives/test_multicrop.py`.
 """
 import dataclasses
@@ -25,6 +25,8 @@ import math
 import flax
 import jax
 import jax.numpy as jnp
+
+from vitjax.objectives import photometric as photometric_lib
 
 RATIO = (3 / 4, 4 / 3)
 ATTEMPTS = 10  # torchvision's
@@ -39,6 +41,7 @@ class Crops:
     local_scale: tuple[float, float] = (0.05, 0.4)
     flip: bool = True
     global_crops: int = 2  # the teacher's views; DINO's loss pairs each with every other view
+    photometric: photometric_lib.Photometric | None = None
 
 
 @flax.struct.dataclass
@@ -111,25 +114,33 @@ def _flipped(crops, flip):
     return jnp.where(flip[:, None, None, None], crops[:, :, ::-1], crops)
 
 
-def _views_of(rng, images, count: int, size: int, scale, flip: bool):
-    """[count, batch, size, size, C]: `count` independent random resized crops of every image."""
+def _views_of(rng, images, count: int, size: int, scale, flip: bool, photometric=None, solarize_probs=()):
+    """[count, batch, size, size, C]: `count` independent random resized crops of every image, then with
+    `photometric` its augmentations, view i solarised with probability solarize_probs[i] (0 past its end)."""
     batch, height, width = images.shape[:3]
-    uniforms = jax.random.uniform(rng, (count, batch, DRAWS))
+    extra = photometric_lib.DRAWS if photometric else 0
+    uniforms = jax.random.uniform(rng, (count, batch, DRAWS + extra))
+    solarize = jnp.asarray([(solarize_probs[i] if i < len(solarize_probs) else 0.0) for i in range(count)])
 
-    def one(draws):
+    def one(draws, solarize_prob):
         crops = resized_crops(images, boxes_from(draws, height, width, scale), size)
-        return _flipped(crops, draws[:, -1] < 0.5) if flip else crops
+        if flip:
+            crops = _flipped(crops, draws[:, DRAWS - 1] < 0.5)
+        if photometric:
+            crops = photometric_lib.apply(draws[:, DRAWS:], crops, photometric, solarize_prob)
+        return crops
 
-    return jax.vmap(one)(uniforms)
+    return jax.vmap(one)(uniforms, solarize)
 
 
 def views(rng, images, crops: Crops) -> Views:
     """The global and local views of a batch [batch, H, W, C], drawn from `rng` alone."""
     global_key, local_key = jax.random.split(rng)
+    photometric = crops.photometric
     global_crops = _views_of(global_key, images, crops.global_crops, crops.global_size, crops.global_scale,
-                             crops.flip)
+                             crops.flip, photometric, photometric.solarize_probs if photometric else ())
     local_crops = None
     if crops.local_crops:
         local_crops = _views_of(local_key, images, crops.local_crops, crops.local_size, crops.local_scale,
-                                crops.flip)
+                                crops.flip, photometric)
     return Views(global_crops, local_crops)

@@ -4,8 +4,11 @@
     config.lr, config.schedule ('cosine' | 'linear' | 'constant'), config.end_lr
     config.warmup_{steps|epochs|examples}, config.total_{steps|epochs|examples}
     config.weight_decay (decoupled, kernels only: 'adam' with it is AdamW), config.grad_clip_norm
+    config.weight_decay_schedule ('constant' | 'cosine': from weight_decay to weight_decay_end over the run,
+        DINO's official 0.04 -> 0.4)
 """
 import jax
+import jax.numpy as jnp
 import optax
 
 from vitjax.durations import DURATION_UNITS, steps_of  # noqa: F401  (optimizer.steps_of, as before)
@@ -36,7 +39,26 @@ def decay_mask(params):
     return jax.tree_util.tree_map_with_path(is_kernel, params)
 
 
-def make_optimizer(config, schedule: optax.Schedule) -> optax.GradientTransformation:
+def weight_decay_rate(config, total_steps: int):
+    """config.weight_decay, or with weight_decay_schedule='cosine' a schedule of the optimiser's update
+    count: end + (start - end) (1 + cos(pi t / total)) / 2, as the official DINO's cosine_scheduler (no
+    warm-up), so the last step's rate is just short of weight_decay_end."""
+    kind = config.get("weight_decay_schedule", "constant")
+    if kind == "constant":
+        return config.weight_decay
+    if kind != "cosine":
+        raise ValueError(f"unknown weight_decay_schedule {kind!r}; choose 'constant' or 'cosine'")
+    start, end, total = config.weight_decay, config.weight_decay_end, max(int(total_steps), 1)
+
+    def rate(count):
+        progress = jnp.minimum(count, total) / total
+        return end + 0.5 * (start - end) * (1.0 + jnp.cos(jnp.pi * progress))
+
+    return rate
+
+
+def make_optimizer(config, schedule: optax.Schedule, total_steps: int = 0) -> optax.GradientTransformation:
+    """The config's optimiser; `total_steps` sizes a weight-decay schedule (weight_decay_schedule='cosine')."""
     opt = config.optimizer
     parts = []
     if config.grad_clip_norm:
@@ -48,8 +70,8 @@ def make_optimizer(config, schedule: optax.Schedule) -> optax.GradientTransforma
             parts.append(optax.trace(decay=opt.momentum, nesterov=opt.nesterov))
     else:
         raise ValueError(f"unknown optimizer {opt.name!r}; choose 'adam', 'adamw' or 'sgd'")
-    if config.weight_decay:
+    if config.weight_decay or config.get("weight_decay_schedule", "constant") != "constant":
         # Decoupled (AdamW-style): lr * wd * w, added after the adaptive scaling.
-        parts.append(optax.add_decayed_weights(config.weight_decay, mask=decay_mask))
+        parts.append(optax.add_decayed_weights(weight_decay_rate(config, total_steps), mask=decay_mask))
     parts.append(optax.scale_by_learning_rate(schedule))
     return optax.chain(*parts)

@@ -89,7 +89,7 @@ class StateSpec:
 def state_spec(config, p: Plan) -> StateSpec:
     """Shapes and shardings of the train state without allocating it (jax.eval_shape)."""
     schedule = optimizer.learning_rate_schedule(config, p.total_steps, p.warmup_steps)
-    tx = optimizer.make_optimizer(config, schedule)
+    tx = optimizer.make_optimizer(config, schedule, p.total_steps)
     dummy = jnp.zeros((1, *p.info.image_shape), jnp.float32)
 
     def init(key):

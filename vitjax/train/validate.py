@@ -12,6 +12,7 @@ import os
 # The names optimizer.py and the trainer act on (tests/train/test_validate.py checks that each builds).
 # Here rather than imported from optimizer.py: `vitjax train` validates before JAX is imported.
 SCHEDULES = ("cosine", "linear", "constant")  # the decay after the warmup
+WEIGHT_DECAY_SCHEDULES = ("constant", "cosine")
 OPTIMIZERS = ("adam", "adamw", "sgd")
 NAN_POLICIES = ("stop", "skip")
 OBJECTIVES = ("supervised", "distillation", "mae", "dino")  # vitjax/objectives (its OBJECTIVES registry)
@@ -57,6 +58,8 @@ _RULES = (
     ("lr", lambda lr: lr > 0, "use a learning rate > 0, e.g. 1e-3 (0 trains nothing, < 0 climbs the loss)"),
     ("end_lr", _at_least(0), "use an end learning rate >= 0 (0: decay to zero)"),
     ("weight_decay", _at_least(0), "use 0 for no weight decay, or a rate > 0 such as 1e-4"),
+    ("weight_decay_schedule", lambda name: name in WEIGHT_DECAY_SCHEDULES, _choice(WEIGHT_DECAY_SCHEDULES)),
+    ("weight_decay_end", _at_least(0), "use a rate >= 0 for weight_decay_schedule='cosine' to end at, e.g. 0.4"),
     ("grad_clip_norm", _at_least(0), "use 0 for no clipping, or a norm > 0 such as 1.0"),
     ("label_smoothing", _fraction, "use a value in [0, 1), e.g. 0.1 (0: no smoothing)"),
     ("seed", _at_least(0), "use a seed >= 0"),
