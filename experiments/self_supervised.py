@@ -8,6 +8,18 @@ labels, then the ViT fine-tuned from each encoder on N labelled images, under th
     vitjax analyze --workdir runs/self_supervised/dino_pretrain --beside runs/data_scaling/vit_n55000_s0
     vitjax plot runs/self_supervised --out experiments/results/self_supervised
 
+U4's k-NN on N labels, for N in 550 and 1700 and seed S in 0 1 2: the DINO teacher's, and the plain arm's
+ViT trained on those N images (`vitjax sweep experiments/data_scaling.py --workdir runs/data_scaling
+--only vit_n550_s0 ...` re-trains them where runs/ was not kept; their test accuracy should repeat the
+committed table's):
+
+    vitjax eval --workdir runs/self_supervised/dino_pretrain --knn_only --knn_train_size N --knn_subset_seed S
+    vitjax eval --workdir runs/data_scaling/vit_nN_sS --knn_only --knn_train_size N --knn_subset_seed S
+    python experiments/readouts.py --data_scaling experiments/results/data_scaling \
+        --self_supervised runs/self_supervised --knn_dino runs/self_supervised/dino_pretrain \
+        --knn_vit runs/data_scaling/vit_n550_s* runs/data_scaling/vit_n1700_s* \
+        --segmentation runs/self_supervised/dino_pretrain/analysis/cls_segmentation.json
+
 The read-outs it tests (U1-U5) are pre-registered in experiments/README.md, Part 7.
 
 Pre-training (parts `mae` and `dino`, one run each): configs/fashion_mnist/{mae,dino}.py as they stand
