@@ -2,7 +2,8 @@ r"""Decides the study's pre-registered read-outs (experiments/README.md) from th
 
     python experiments/readouts.py --data_scaling experiments/results/data_scaling \
         [--regularisation experiments/results/regularisation] [--model_size experiments/results/model_size] \
-        [--patch_size experiments/results/patch_size_study] [--transfer experiments/results/transfer] \
+        [--patch_size experiments/results/patch_size [experiments/results/model_size]] \
+        [--transfer experiments/results/transfer] \
         [--swin experiments/results/swin] [--deit experiments/results/deit --deit_aug experiments/results/deit_aug] \
         [--self_supervised experiments/results/self_supervised] \
         [--knn_dino DINO_RUN --knn_vit VIT_RUN ...] [--segmentation DINO_ANALYSIS/cls_segmentation.json] \
@@ -200,7 +201,12 @@ def compute_readout(rows, widths, size=55_000) -> dict:
 
 
 def patch_size_arm(rows, size=55_000) -> dict:
-    """S1 from experiments/patch_size.py's table: ViTs differing in patch size at `size`, paired by seed."""
+    """S1 from experiments/patch_size.py's table: ViTs differing in patch size at `size`, paired by seed.
+    Rows of other sweeps may join (model_size.py's, whose width-64 ViTs at 55k are the patch-4 runs'
+    configuration): only ViTs of the patch-7 runs' width count."""
+    widths = {r["config"]["model"].get("width") for r in rows if r.get("patch_size") == 7 and r.get("family") == "vit"}
+    rows = [r for r in rows if r.get("config", {}).get("model", {}).get("width") in widths]
+
     def at(patch):
         return values([r for r in rows if r.get("patch_size") == patch], "vit", size)
     return {"S1": decide(combine([(1, at(4)), (-1, at(7))])), "S1'": decide(combine([(1, at(7)), (-1, at(14))]))}
@@ -311,8 +317,10 @@ def segmentation_arm(path) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data_scaling", help="the plain arm's sweep (or results) directory")
-    for arm in ("regularisation", "model_size", "patch_size", "transfer", "swin", "deit", "deit_aug"):
+    for arm in ("regularisation", "model_size", "transfer", "swin", "deit", "deit_aug"):
         parser.add_argument(f"--{arm}", help=f"the {arm} sweep's (or results) directory")
+    parser.add_argument("--patch_size", nargs="+", help="the patch_size sweep's (or results) directory, and others "
+                                                         "whose runs it shares (model_size's, for patch 4)")
     parser.add_argument("--self_supervised", help="experiments/self_supervised.py's sweep (or results) directory")
     parser.add_argument("--knn_dino", nargs="+", help="the DINO run directory holding its knn_n<N>_s<S>.json files")
     parser.add_argument("--knn_vit", nargs="+", help="the plain arm's ViT run directories with their knn_n<N>_s<S>.json")
@@ -338,7 +346,7 @@ def main(argv=None) -> int:
     if args.model_size:
         found.update(model_size_arm(table.read(args.model_size)))
     if args.patch_size:
-        found.update(patch_size_arm(table.read(args.patch_size)))
+        found.update(patch_size_arm([row for path in args.patch_size for row in table.read(path)]))
     if args.transfer:
         found.update(transfer_arm(table.read(args.transfer)))
     if args.knn_dino and args.knn_vit:

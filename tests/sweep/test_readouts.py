@@ -150,6 +150,15 @@ def test_patch_and_transfer_read_outs():
     assert t1["q"] == pytest.approx(8.0) and t1["verdict"] == "holds" and t1["sizes"] == [550, 27_500]
 
 
+def test_patch_four_may_come_from_the_model_size_sweeps_runs_of_the_same_width():
+    patch_rows = [r for seed in (0, 1) for patch, acc in ((14, 0.85), (7, 0.86))
+                  for r in _sized([row("vit", 55_000, seed, acc)], width=64, patch=patch)]
+    model_size_rows = [r for seed in (0, 1) for width, acc in ((32, 0.80), (64, 0.88))
+                       for r in _sized([row("vit", 55_000, seed, acc)], width=width, patch=4)]
+    found = readouts.patch_size_arm(patch_rows + model_size_rows)
+    assert found["S1"]["q"] == pytest.approx(2.0)  # the width-64 ViT's 88 against patch 7's 86; not width 32's
+
+
 def _family_rows(family, accs):
     """{size: accuracy} at seeds 0, 1 as one family's table (seed 1 a little better)."""
     return [{**row(family, n, seed, acc + 0.002 * seed)} for seed in (0, 1) for n, acc in accs.items()]
