@@ -151,12 +151,16 @@ def _short(n: float, units=COUNT_UNITS) -> str:
     return f"{n:.3g}"
 
 
+# A factor between neighbouring ticks: at 1.29 (6.82T, 8.78T) two five-character labels overlapped.
+TICK_GAP = 1.5
+
+
 def _value_ticks(ax, values, units=COUNT_UNITS) -> None:
     """A log x axis whose ticks are the values themselves in plain numbers (500, 1.7k, 55k; 3.2T FLOPs)
-    rather than powers of ten; of values closer than a factor 1.25 only the first gets a tick."""
+    rather than powers of ten; of values closer than TICK_GAP only the first gets a tick."""
     ticks = []
     for value in sorted(set(values)):
-        if not ticks or value >= 1.25 * ticks[-1]:
+        if not ticks or value >= TICK_GAP * ticks[-1]:
             ticks.append(value)
     ax.set_xscale("log")
     ax.set_xticks(ticks, [_short(v, units) for v in ticks])
