@@ -48,7 +48,9 @@ def weight_decay_rate(config, total_steps: int):
         return config.weight_decay
     if kind != "cosine":
         raise ValueError(f"unknown weight_decay_schedule {kind!r}; choose 'constant' or 'cosine'")
-    start, end, total = config.weight_decay, config.weight_decay_end, max(int(total_steps), 1)
+    if total_steps < 1:
+        raise ValueError("weight_decay_schedule='cosine' runs over the whole run: pass its total_steps")
+    start, end, total = config.weight_decay, config.weight_decay_end, int(total_steps)
 
     def rate(count):
         progress = jnp.minimum(count, total) / total
