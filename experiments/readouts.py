@@ -282,9 +282,11 @@ def knn_values(run_dirs, size, metric=KNN_METRIC) -> dict:
 def knn_arm(dino_dirs, vit_dirs) -> dict:
     """U4: the frozen DINO teacher's k-NN accuracy minus the supervised ViT's, with the same n labelled
     images as the memory bank, paired by subset seed, mean over n in SMALLEST."""
-    return {"U4": decide(combine([(1 / len(SMALLEST), {s: d - v[s] for s, d in knn_values(dino_dirs, n).items()
-                                                       if s in (v := knn_values(vit_dirs, n))})
-                                  for n in SMALLEST]))}
+    terms = []
+    for n in SMALLEST:
+        dino, vit = knn_values(dino_dirs, n), knn_values(vit_dirs, n)
+        terms.append((1 / len(SMALLEST), {s: dino[s] - vit[s] for s in set(dino) & set(vit)}))
+    return {"U4": decide(combine(terms))}
 
 
 JACCARD_FLOOR = 0.02  # Jaccard units: U5's least meaningful difference

@@ -428,10 +428,12 @@ def _beside_variant(workdir: str, image_shape) -> Variant:
     if image_shape is not None:
         fits = jax.eval_shape(lambda: nn.meta.unbox(model.init(jax.random.key(0), jnp.zeros((1, *image_shape)),
                                                                 train=False)["params"]))
-        if jax.tree.map(np.shape, fits) != jax.tree.map(np.shape, params):
+        try:
+            control.check_same_shapes(params, fits)
+        except ValueError:
             raise ValueError(f"--beside {workdir}: its parameters do not fit the analysed run's images of shape "
                              f"{tuple(image_shape)} (another channel count or image size); draw beside it a run "
-                             f"trained on the same images")
+                             f"trained on the same images") from None
     objective = config.get("objective", "supervised")
     return Variant(BESIDE, f"{os.path.basename(os.path.normpath(run_dir))} ({objective})", params, model)
 
