@@ -6,6 +6,11 @@ import tempfile
 
 import pytest
 
+from tests import fast_compile
+
+# Before any JAX backend starts (timm's import below can start one): see tests/fast_compile.py.
+os.environ["XLA_FLAGS"] = fast_compile.with_fast_compile(os.environ.get("XLA_FLAGS", ""))
+
 # torch's triton (pulled in by timm through torchvision) crashes the process with a segmentation
 # fault when its LLVM library loads after TensorFlow's; loaded first, both work. The peer
 # cross-checks need timm in the same process as vitjax.data's TensorFlow, so load it up front.

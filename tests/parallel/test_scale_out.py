@@ -17,16 +17,15 @@ import sys
 import numpy as np
 import pytest
 
+from tests import fast_compile
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(ROOT, "tests", "parallel", "tiny_config.py")
-# XLA's CPU backend at optimisation level 0 compiles these tiny steps about 3x faster; every run here
-# uses the same flags, so the comparisons are like for like.
-FAST_XLA = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 TIMEOUT = 900
 
 
 def _env(devices=None):
-    flags = FAST_XLA + (f" --xla_force_host_platform_device_count={devices}" if devices else "")
+    flags = fast_compile.FLAGS + (f" --xla_force_host_platform_device_count={devices}" if devices else "")
     return dict(os.environ, PYTHONPATH=ROOT, XLA_FLAGS=flags, TF_CPP_MIN_LOG_LEVEL="2")
 
 
