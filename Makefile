@@ -10,7 +10,7 @@ FASHION_MNIST := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 TCMALLOC = $(firstword $(wildcard /usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4))
 PYTEST_ARGS ?=
 # Test processes (pytest-xdist). Each test file stays in one process, so the fixtures a module shares
-# are built once; a process can hold several GiB (JAX, TensorFlow and torch in one), so the default is
+# are built once, and files start in collection order (the longest first: tests/conftest.py); a process can hold several GiB (JAX, TensorFlow and torch in one), so the default is
 # the 2 of a CI machine rather than one per core.
 TEST_WORKERS ?= 2
 
@@ -21,7 +21,7 @@ train: setup system-packages
 
 test: setup-test system-packages
 	LD_PRELOAD=$$(ls /usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4 2>/dev/null | head -n 1) \
-		$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+		$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 setup: $(VENV)/.installed-core
 setup-test: $(VENV)/.installed-test

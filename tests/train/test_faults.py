@@ -22,7 +22,7 @@ from tests.train import tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
-STEPS = 40
+STEPS = 24
 FLAGS = ("--config.log_every_steps=1", "--config.checkpoint_every_steps=1", "--config.keep_checkpoints=2")
 
 
@@ -166,7 +166,7 @@ def test_nan_skip_policy_counts_skipped_updates(tmp_path):
 
 
 @pytest.mark.parametrize("key, value, message", [
-    ("warmup_steps", 100, "warmup (100 steps) is longer than training (40 steps)"),
+    ("warmup_steps", 100, f"warmup (100 steps) is longer than training ({STEPS} steps)"),
     ("nan_policy", "ignore", "nan_policy must be 'stop' or 'skip'"),
     ("total_epochs", 3.0, "set only one of total_steps, total_epochs"),
 ])
