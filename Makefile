@@ -10,8 +10,9 @@ FASHION_MNIST := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 TCMALLOC = $(firstword $(wildcard /usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4))
 PYTEST_ARGS ?=
 # Test processes (pytest-xdist). Each test file stays in one process, so the fixtures a module shares
-# are built once, and files start in collection order (the longest first: tests/conftest.py); a process can hold several GiB (JAX, TensorFlow and torch in one), so the default is
-# the 2 of a CI machine rather than one per core.
+# are built once, and files start in collection order (the longest first: tests/conftest.py). A process
+# can hold several GiB (JAX, TensorFlow and torch in one), so the default is the 2 of a CI machine
+# rather than one per core.
 TEST_WORKERS ?= 2
 
 .PHONY: train test setup setup-test system-packages
