@@ -18,7 +18,8 @@ BEST_KEYS = {"best_val_accuracy", "best_val_loss", "best_step", "test_accuracy_a
 
 def _config(**changes):
     """The tiny run with a validation split and a constant, high learning rate: validation accuracy
-    rises and falls back (best before the last step; the first test checks it), so a wrong choice of step shows."""
+    rises and falls back (best before the last step; the first test checks it), so a wrong choice of
+    step shows."""
     c = tiny_config.get_config()
     c.data.val_size = 64
     c.eval_every_steps = 3
