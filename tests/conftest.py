@@ -7,9 +7,12 @@ import tempfile
 import pytest
 
 from tests import fast_compile
+from vitjax import tensorflow_startup
 
 # Before any JAX backend starts (timm's import below can start one): see tests/fast_compile.py.
 os.environ["XLA_FLAGS"] = fast_compile.with_fast_compile(os.environ.get("XLA_FLAGS", ""))
+# As the `vitjax` command does, before anything imports TensorFlow (its subprocesses inherit it too).
+tensorflow_startup.skip_keras()
 
 # torch's triton (pulled in by timm through torchvision) crashes the process with a segmentation
 # fault when its LLVM library loads after TensorFlow's; loaded first, both work. The peer

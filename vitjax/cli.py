@@ -15,7 +15,7 @@
 import argparse
 import sys
 
-from vitjax import xla_cpu
+from vitjax import tensorflow_startup, xla_cpu
 from vitjax.config import OVERRIDE_HELP, parse_command_line
 
 
@@ -144,6 +144,7 @@ def main(argv=None):
         argv = sys.argv[1:]
         if argv and argv[0] in XLA_HEAVY_COMMANDS:
             xla_cpu.reexec_under_tcmalloc()  # the allocator must be chosen before anything else runs
+    tensorflow_startup.skip_keras()  # before any command imports TensorFlow
     parser = argparse.ArgumentParser(prog="vitjax", description="Vision Transformers and BiT in JAX/Flax.")
     commands = parser.add_subparsers(dest="command", required=True)
     _train_args(commands.add_parser("train", help="train a model from a config file into a workdir",

@@ -3,7 +3,7 @@
     config.json           the full config the run was started with (`claim`); written only when it
                           is new or changed
     metrics.jsonl         one JSON object per logged step or evaluation, each once (`MetricsLog`)
-    events.*              TensorBoard summaries (`MetricsLog`, through clu)
+    events.*              TensorBoard summaries (`MetricsLog`, through TensorFlow's summary writer)
     checkpoints/<step>/   orbax checkpoints (vitjax/train/checkpoint.py), the newest `keep_checkpoints`
                           kept; each step holds the items state/ (the train state) and meta/
     checkpoint_best/<step>/  with a validation split (data.has_validation), the parameters of the step with
@@ -477,22 +477,30 @@ class MetricsLog:
     """
 
     def __init__(self, run_dir: str):
-        from clu import metric_writers  # imported here: pulls in TensorFlow's summary ops
         self._path = file_path(run_dir, METRICS)
         self._text = None  # in a bucket: the whole of metrics.jsonl, uploaded at each write
-        if storage.is_remote(run_dir) and is_writer():
-            self._text = storage.read_text(self._path) if storage.exists(self._path) else ""
-        skipped = tensorboard_unreachable(run_dir)
-        if skipped and is_writer():
-            print(f"WARNING: TensorBoard events are not written: {skipped}; metrics.jsonl has every value",
-                  flush=True)
-        self._writer = metric_writers.create_default_writer(run_dir, just_logging=not is_writer() or bool(skipped))
-
-    def write(self, step: int, scalars: dict) -> None:
-        scalars = {k: float(v) for k, v in scalars.items()}
-        self._writer.write_scalars(step, scalars)
+        self._events = None  # TensorFlow's summary writer, on the writing process when it can reach run_dir
         if not is_writer():
             return
+        if storage.is_remote(run_dir):
+            self._text = storage.read_text(self._path) if storage.exists(self._path) else ""
+        skipped = tensorboard_unreachable(run_dir)
+        if skipped:
+            print(f"WARNING: TensorBoard events are not written: {skipped}; metrics.jsonl has every value",
+                  flush=True)
+        else:
+            import tensorflow as tf  # here: the run-directory layer needs no TensorFlow until a run logs
+            self._events = tf.summary.create_file_writer(run_dir)
+
+    def write(self, step: int, scalars: dict) -> None:
+        if not is_writer():
+            return
+        scalars = {k: float(v) for k, v in scalars.items()}
+        if self._events is not None:
+            import tensorflow as tf
+            with self._events.as_default(step=step):
+                for name, value in scalars.items():
+                    tf.summary.scalar(name, value)
         line = json.dumps({"step": step, **scalars}) + "\n"
         if self._text is None:
             with open(self._path, "a") as f:
@@ -502,8 +510,8 @@ class MetricsLog:
             storage.write_text(self._path, self._text)
 
     def close(self) -> None:
-        self._writer.flush()
-        self._writer.close()
+        if self._events is not None:
+            self._events.close()  # flushes
 
 
 def tensorboard_unreachable(run_dir: str) -> str | None:
