@@ -37,15 +37,21 @@ COUNT_UNITS = ((1e9, "B"), (1e6, "M"), (1e3, "k"))
 # What may vary along a data-scaling curve: the data, and a budget that grows with it (sweep/budget.py).
 DATA_AXIS = ("data.train_size", "total_steps", "total_epochs", "total_examples")
 FLOP_UNITS = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+# The few-shot probes' panel titles (vitjax/evaluate/fewshot.py), alone and beside the other probe.
+PROBE_TITLES = {"fewshot": ("Linear few-shot probe on frozen features",
+                            "Linear few-shot probe, the classes trained on"),
+                "transfer": ("Linear few-shot transfer probe on frozen features",
+                             "Linear few-shot transfer probe, classes never trained on")}
 
 
 def _style(family):
     return FAMILY_STYLE.get(family, ("tab:gray", "D"))
 
 
-def _shots(groups) -> list[int]:
+def _shots(groups, probe="fewshot") -> list[int]:
+    """The k of the `probe`'s (fewshot: in-domain, transfer: unseen classes) accuracy columns the groups have."""
     found = {int(m.group(1)) for g in groups for k in g
-             if (m := re.fullmatch(r"fewshot_(\d+)shot_mean", k)) and g[k] is not None}
+             if (m := re.fullmatch(rf"{probe}_(\d+)shot_mean", k)) and g[k] is not None}
     return sorted(found)
 
 
@@ -176,8 +182,8 @@ def data_scaling(rows, out, meta=None) -> list[str]:
         raise Skipped("needs finished runs of at least two training-set sizes (data.train_size) that differ "
                       "in nothing else")
     drawn = [g for _, _, members in lines for g in members]
-    shots = _shots(drawn)
-    plt, fig, axes = _figure(2 if shots else 1)
+    probes = {probe: _shots(drawn, probe) for probe in PROBE_TITLES if _shots(drawn, probe)}
+    plt, fig, axes = _figure(1 + len(probes))
     styles = ["-", "--", "-.", ":"]
     table = []
     for label, color, members in lines:
@@ -185,17 +191,19 @@ def data_scaling(rows, out, meta=None) -> list[str]:
         marker = _style(members[0]["family"])[1]
         _errorbar(axes[0], [g["train_size"] for g in members], members, "accuracy", marker=marker, color=color,
                   label=label)
-        for i, k in enumerate(shots):
-            probed = [g for g in members if g.get(f"fewshot_{k}shot_mean") is not None]
-            if probed:
-                _errorbar(axes[1], [g["train_size"] for g in probed], probed, f"fewshot_{k}shot", marker=marker,
-                          color=color, linestyle=styles[i % 4], markersize=4)
+        for ax, (probe, shots) in zip(axes[1:], probes.items()):
+            for i, k in enumerate(shots):
+                probed = [g for g in members if g.get(f"{probe}_{k}shot_mean") is not None]
+                if probed:
+                    _errorbar(ax, [g["train_size"] for g in probed], probed, f"{probe}_{k}shot", marker=marker,
+                              color=color, linestyle=styles[i % 4], markersize=4)
         table += [{**g, "line": label} for g in members]
     axes[0].set_title("Test accuracy", fontsize=9)
     axes[0].set_ylabel(accuracy_label(drawn))
     axes[0].legend(fontsize=7)
-    if shots:
-        _fewshot_legend(axes[1], lines, shots, styles)
+    for ax, (probe, shots) in zip(axes[1:], probes.items()):
+        _fewshot_legend(ax, lines, shots, styles)
+        ax.set_title(PROBE_TITLES[probe][len(probes) > 1], fontsize=9)
     for ax in axes:
         _value_ticks(ax, [g["train_size"] for g in drawn])
         ax.set_xlabel("labelled training examples (data.train_size)")
@@ -203,7 +211,7 @@ def data_scaling(rows, out, meta=None) -> list[str]:
     _title(fig, meta, drawn, "Accuracy vs training-set size")
     columns = ["line", "family", "model", "train_size", "n", "seeds", *_stat_columns(["accuracy"]), "accuracy_from",
                *_stat_columns(["test_accuracy", "best_val_accuracy"], ("mean",)),
-               *_stat_columns([f"fewshot_{k}shot" for k in shots], ("mean", "std")),
+               *_stat_columns([f"{probe}_{k}shot" for probe, shots in probes.items() for k in shots], ("mean", "std")),
                "params", "train_flops", "examples_seen", "runs"]
     return [_save(plt, fig, storage.join(out, "data_scaling.png")),
             _write_csv(storage.join(out, "data_scaling.csv"), table, columns)]
@@ -221,7 +229,6 @@ def _fewshot_legend(ax, lines, shots, styles) -> None:
     handles += [Line2D([], [], color="gray", linestyle=styles[i % 4], label=f"{k}-shot")
                 for i, k in enumerate(shots)]
     ax.legend(handles=handles, fontsize=7)
-    ax.set_title("Linear few-shot probe on frozen features", fontsize=9)
     ax.set_ylabel("few-shot accuracy [%]")
 
 
