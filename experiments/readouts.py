@@ -200,16 +200,20 @@ def compute_readout(rows, widths, size=55_000) -> dict:
             "how": "log2 of the FLOPs ratio minus 1 (units: doublings beyond 2x)"}
 
 
-def patch_size_arm(rows, size=55_000) -> dict:
-    """S1 from experiments/patch_size.py's table: ViTs differing in patch size at `size`, paired by seed.
-    Rows of other sweeps may join (model_size.py's, whose width-64 ViTs at 55k are the patch-4 runs'
-    configuration): only ViTs of the patch-7 runs' width count."""
+def patch_size_arm(rows, size=55_000, small=5_500) -> dict:
+    """S1 (at `size`) and S2 (patch 2 against 4 at `small`, once the table has patch-2 runs) from
+    experiments/patch_size.py's table: ViTs differing in patch size, paired by seed. Rows of other sweeps
+    may join (model_size.py's, whose width-64 ViTs are the patch-4 runs' configuration): only ViTs of the
+    patch-7 runs' width count."""
     widths = {r["config"]["model"].get("width") for r in rows if r.get("patch_size") == 7 and r.get("family") == "vit"}
     rows = [r for r in rows if r.get("config", {}).get("model", {}).get("width") in widths]
 
-    def at(patch):
-        return values([r for r in rows if r.get("patch_size") == patch], "vit", size)
-    return {"S1": decide(combine([(1, at(4)), (-1, at(7))])), "S1'": decide(combine([(1, at(7)), (-1, at(14))]))}
+    def at(patch, n=size):
+        return values([r for r in rows if r.get("patch_size") == patch], "vit", n)
+    found = {"S1": decide(combine([(1, at(4)), (-1, at(7))])), "S1'": decide(combine([(1, at(7)), (-1, at(14))]))}
+    if any(r.get("patch_size") == 2 and r.get("train_size") == small and r.get("status") == "finished" for r in rows):
+        found["S2"] = decide(combine([(1, at(2, small)), (-1, at(4, small))]))
+    return found
 
 
 def transfer_arm(rows, metric="transfer_10shot") -> dict:

@@ -141,6 +141,11 @@ def test_patch_and_transfer_read_outs():
     found = readouts.patch_size_arm(rows)
     assert found["S1"]["q"] == pytest.approx(3.0) and found["S1"]["verdict"] == "holds"
     assert found["S1'"]["q"] == pytest.approx(1.0) and found["S1'"]["verdict"] == "holds"
+    assert "S2" not in found  # no patch-2 runs yet
+    rows += [r for seed in (0, 1) for patch, acc in ((4, 0.80), (2, 0.79))
+             for r in _sized([row("vit", 5_500, seed, acc + 0.002 * seed)], patch=patch)]
+    s2 = readouts.patch_size_arm(rows)["S2"]
+    assert s2["q"] == pytest.approx(-1.0) and s2["verdict"] == "fails"
     probe = []
     for seed in (0, 1):
         for size, vit, bit in ((550, 0.60, 0.70), (27_500, 0.70, 0.72)):
