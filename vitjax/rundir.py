@@ -480,6 +480,7 @@ class MetricsLog:
         self._path = file_path(run_dir, METRICS)
         self._text = None  # in a bucket: the whole of metrics.jsonl, uploaded at each write
         self._events = None  # TensorFlow's summary writer, on the writing process when it can reach run_dir
+        self._scalar = None  # tf.summary.scalar, held so that writing needs no import
         if not is_writer():
             return
         if storage.is_remote(run_dir):
@@ -491,16 +492,16 @@ class MetricsLog:
         else:
             import tensorflow as tf  # here: the run-directory layer needs no TensorFlow until a run logs
             self._events = tf.summary.create_file_writer(run_dir)
+            self._scalar = tf.summary.scalar
 
     def write(self, step: int, scalars: dict) -> None:
         if not is_writer():
             return
         scalars = {k: float(v) for k, v in scalars.items()}
         if self._events is not None:
-            import tensorflow as tf
             with self._events.as_default(step=step):
                 for name, value in scalars.items():
-                    tf.summary.scalar(name, value)
+                    self._scalar(name, value)
         line = json.dumps({"step": step, **scalars}) + "\n"
         if self._text is None:
             with open(self._path, "a") as f:
