@@ -335,9 +335,15 @@ def patch_size(rows, out, meta=None) -> list[str]:
                       "nothing else")
     plt, fig, axes = _figure(2)
     table = []
+    sizes = {g.get("train_size") for _, _, members in lines for g in members}
     for label, color, members in lines:
         members = sorted(members, key=lambda g: g["patch_size"])
-        label = re.sub(r"(/| p)\d+$", "", label)  # the patch is the x-axis
+        twin = re.search(r" \(\d+\)$", label)  # _groups numbers the lines that share a model name
+        label = re.sub(r"(/| p)\d+$", "", members[0]["model"])  # the patch is the x-axis
+        if len(sizes) > 1:  # lines that differ in their training set say which
+            label += f", {members[0]['train_size']:,} images"
+        elif twin:
+            label += twin.group()
         marker = _style(members[0]["family"])[1]
         _errorbar(axes[0], [g["patch_size"] for g in members], members, "accuracy", marker=marker, color=color,
                   label=label)
