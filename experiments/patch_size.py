@@ -10,8 +10,8 @@ The default Fashion-MNIST ViT (width 64, depth 6; configs/fashion_mnist/vit.py),
 best-validation step, 2 paired seeds), so the patch-4 runs at 55k repeat data_scaling.py's vit_n55000
 runs. Read-out S1 in experiments/README.md: smaller patches are better once trained to convergence.
 
-Expected: about 45 minutes on 2 idle CPU cores (estimated from 2026-12-01 rates; measured: the
-results README).
+Measured (2026-12-01/02, 2 CPU cores, mostly idle; experiments/README.md, part 4): ~100 minutes for
+all 10 runs; per run at 55k ~4 min (patch 14), ~7 min (7), ~15 min (4); at 5.5k ~6 min (4), ~18 min (2).
 """
 import os
 

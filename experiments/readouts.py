@@ -2,7 +2,7 @@ r"""Decides the study's pre-registered read-outs (experiments/README.md) from th
 
     python experiments/readouts.py --data_scaling experiments/results/data_scaling \
         [--regularisation experiments/results/regularisation] [--model_size experiments/results/model_size] \
-        [--patch_size experiments/results/patch_size [experiments/results/model_size]] \
+        [--patch_size experiments/results/patch_size] \
         [--transfer experiments/results/transfer] \
         [--swin experiments/results/swin] [--deit experiments/results/deit --deit_aug experiments/results/deit_aug] \
         [--self_supervised experiments/results/self_supervised] \
