@@ -16,8 +16,9 @@ width 16 for every ViT):
 Part `small` (default) holds the two smaller of each family, part `large` the larger two (width 64 and 8
 again, so each part is a complete pair on its own).
 
-Expected (estimated from 2026-12-01 rates, measured: the results README): part small about 60 minutes,
-part large about 110 minutes on 2 idle CPU cores.
+Measured (2026-12-01/02, 2 CPU cores, partly under load; the results README): part small 217 minutes
+summed over its 24 runs, so run it in `--only` parts; part large (never run) several times that
+(each width doubled: ~2-4x the FLOPs per step).
 """
 import os
 

@@ -16,8 +16,9 @@ then mixup and weight decay growing. Weight decay here is decoupled and multipli
 rate (AdamW's form): 0.1 at lr 2e-3 shrinks kernels by 2e-4 per step, against 2e-7 for the configs'
 1e-4.
 
-Expected (estimated from 2026-12-01 rates, measured: the results README): part tune about 15 minutes,
-part curve about 80 minutes on 2 idle CPU cores (augmentation is computed on the host).
+Measured (2026-12-01/02, 2 CPU cores, partly under load; the results README): part tune 65 minutes and
+part curve 199 minutes summed over their runs (augmentation is computed on the host), so run the curve
+in two `--only` halves to fit the 2-hour sitting.
 """
 import os
 

@@ -21,10 +21,8 @@ set each, mean and std over draws; vitjax/evaluate/fewshot.py):
             fewshot_<k>shot, fewshot_<k>shot_std).
 T1 reads transfer_10shot at the smallest and largest size, per family.
 
-Expected: about 40 minutes on 2 idle CPU cores. Steps per run 1,200 (550 and 2,750 images) and 1,719
-(27,500): 527k training examples per family and seed, 1.05M per family over 2 seeds; at 2026-12-01
-rates (ViT ~1,950 img/s, BiT ~1,200) 9 + 15 minutes, ~2 for validation, 12 runs x ~25 s start-up
-(5 min) and 24 probe subprocesses x ~20 s (8 min).
+Measured (2026-12-02, 2 CPU cores; the results README, part 5): 89 minutes summed over the 12 runs,
+an upper bound (two runs trained at a time for an hour, tests beside them for part of it).
 """
 import os
 
