@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+from vitjax import host
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
 GOOD = ["vit_n128_p4", "vit_n512_p4", "vit_n512_p8"]
@@ -72,6 +74,7 @@ def test_good_runs_finish_and_the_failing_one_is_recorded(swept):
         assert float(row["fewshot_1shot"]) > 0.25 and float(row["fewshot_5shot"]) > 0.25
         for column in ("params", "train_flops", "examples_seen", "wall_seconds", "img_per_sec"):
             assert float(row[column]) > 0, (name, column)
+        assert row["cpu"] == host.cpu()
     assert rows["vit_n512_p8"]["patch_size"] == "8" and rows["vit_n128_p4"]["train_size"] == "128"
     failed = rows["vit_nan"]
     assert failed["status"] == "failed" and "non-finite loss" in failed["error"]

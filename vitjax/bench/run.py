@@ -18,6 +18,7 @@ import sys
 import time
 from typing import Any
 
+from vitjax import host
 from vitjax.config import OVERRIDE_HELP, apply_overrides, load_config, override_flags
 
 DEFAULT_CONFIG = "configs/fashion_mnist/vit.py"
@@ -108,7 +109,7 @@ def _describe(model, image_shape, dtype) -> str:
 def _machine(jax) -> dict:
     device = jax.devices()[0]
     return {"backend": jax.default_backend(), "device_kind": device.device_kind, "devices": jax.device_count(),
-            "cpu_count": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+            "cpu_count": os.cpu_count(), "cpu": host.cpu(), "platform": platform.platform(), "python": platform.python_version(),
             "jax": jax.__version__, "xla_flags": os.environ.get("XLA_FLAGS", ""),
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}
 

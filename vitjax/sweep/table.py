@@ -41,7 +41,7 @@ CSV, JSON = "results.csv", "results.json"
 SUMMARY_CSV, SUMMARY_JSON = "summary.csv", "summary.json"  # the runs averaged over seeds (aggregate.py)
 
 COLUMNS = ["name", "status", "family", "model", "patch_size", "train_size", "params", "flops_per_step",
-           "train_flops", "steps", "batch_size", "examples_seen", "wall_seconds", "core_hours", "img_per_sec",
+           "train_flops", "steps", "batch_size", "examples_seen", "wall_seconds", "core_hours", "img_per_sec", "cpu",
            "seed", "accuracy", "accuracy_from", "test_accuracy", "test_accuracy_at_best", "best_val_accuracy",
            "best_step", "test_loss"]
 
@@ -148,6 +148,7 @@ def run_row(name: str, run_dir: str, *, config: dict | None = None, config_file:
     for probe, shots in recorded.probes.items():
         row.update({f"{probe}_{key}": value for key, value in shots.items() if re.fullmatch(r"\d+shot(_std)?", key)})
     row["image_shape"] = results.get("image_shape")
+    row["cpu"] = (results.get("host") or {}).get("cpu")  # times compare only between runs of one cpu
     row["error"] = recorded.failed.get("error", "")
     row["failed_stage"] = recorded.failed.get("stage", "")
     row["config_file"] = config_file

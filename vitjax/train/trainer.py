@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import multihost_utils
 
-from vitjax import data, models, objectives, parallel, rundir, storage
+from vitjax import data, host, models, objectives, parallel, rundir, storage
 from vitjax.evaluate import split as evaluation
 from vitjax.train import best, checkpoint, flops, optimizer, profile, step as steps, validate
 from vitjax.train.init_from import load_pretrained
@@ -421,7 +421,7 @@ def _results(config, p: Plan, spec: StateSpec, state, final: dict, flops_per_ste
         "train_flops": flops_per_step * p.total_steps, "flops_per_step": flops_per_step,
         "params": spec.num_params, "model": config.model_name, "num_train": p.info.num_train,
         "num_classes": p.info.num_classes, "image_shape": list(p.info.image_shape),
-        "devices": jax.device_count(), "backend": jax.default_backend(),
+        "devices": jax.device_count(), "backend": jax.default_backend(), "host": host.describe(),
         "skipped_updates": int(state.skipped_updates),
     }
 
