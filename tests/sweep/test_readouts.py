@@ -176,6 +176,8 @@ def test_swin_and_deit_read_outs_pair_with_the_plain_arm():
     found = readouts.swin_arm(swin, plain)
     assert found["W1"]["q"] == pytest.approx(3.0) and found["W1"]["verdict"] == "holds"
     assert found["W2"]["q"] == pytest.approx(2.5) and found["W2"]["verdict"] == "holds"
+    before_55k = readouts.swin_arm([r for r in swin if r["train_size"] < 55_000], plain)
+    assert before_55k.keys() == {"W1"} and before_55k["W1"]["q"] == pytest.approx(3.0)
     deit = _family_rows("deit", {550: 0.62, 1_700: 0.71, 55_000: 0.882})
     deit_aug = _family_rows("deit", {550: 0.65, 1_700: 0.74, 55_000: 0.90})
     found = readouts.deit_arm(deit, deit_aug, plain)
