@@ -6,7 +6,7 @@
                  [--knn | --knn_only] [--knn_k 20] [--knn_train_size N --knn_subset_seed S]
                  [--fewshot_data JSON] [--probe fewshot|transfer] [the multi-process flags of train]
     vitjax sweep experiments/<file>.py[:arg] --workdir DIR [--only NAME ...] [--dry-run] [--parallel N]
-    vitjax plot  DIR [--out FIGDIR]
+    vitjax plot  DIR [--out FIGDIR] [--beside OTHER_DIR ...] [--title TITLE]
     vitjax data prepare fashion_mnist [--data_dir DIR] [--download]
     vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64] [--beside DIR]
                    [the multi-process flags]

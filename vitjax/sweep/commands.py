@@ -46,15 +46,18 @@ def sweep_main(args) -> None:
 def plot_args(parser) -> None:
     parser.add_argument("sweep_dir", metavar="DIR", help="a sweep's --workdir (holds results.json or run directories)")
     parser.add_argument("--out", default=None, help="where figures and their tables go (default: DIR/figures)")
+    parser.add_argument("--beside", nargs="+", default=(), metavar="OTHER",
+                        help="other sweeps' directories whose finished runs are drawn beside DIR's")
+    parser.add_argument("--title", default=None, help="the figures' title (default: the sweep file's TITLE)")
 
 
 def plot_main(args) -> None:
     from vitjax.sweep import plots
     try:
-        result = plots.plot(args.sweep_dir, args.out)
+        result = plots.plot(args.sweep_dir, args.out, beside=args.beside, title=args.title)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax plot: error: {error}")
-    print(f"{result['runs']} finished runs in {args.sweep_dir}")
+    print(f"{result['runs']} finished runs in {' '.join([args.sweep_dir, *args.beside])}")
     for name, paths in result["written"].items():
         print(f"{name}: " + ", ".join(paths))
     for name, reason in result["skipped"].items():

@@ -382,14 +382,24 @@ def _tokens(group):
 FIGURES = {"data_scaling": data_scaling, "family_gap": family_gap, "compute": compute, "patch_size": patch_size}
 
 
-def plot(sweep_dir: str, out: str | None = None) -> dict:
-    """Draws every figure the sweep's finished runs allow; returns {'written': {...}, 'skipped': {...}}."""
+def plot(sweep_dir: str, out: str | None = None, beside=(), title: str | None = None) -> dict:
+    """Draws every figure the sweep's finished runs allow; returns {'written': {...}, 'skipped': {...}}.
+
+    `beside`: other sweeps' directories whose finished runs are drawn too (a new arm beside the runs it
+    is compared with), each line still one sweep's runs; a name already drawn is not taken twice.
+    `title` replaces the sweep file's TITLE in the figures."""
     from vitjax import rundir
     from vitjax.sweep import table
-    if not storage.isdir(sweep_dir):
-        raise FileNotFoundError(f"{sweep_dir} is not a directory; pass a sweep's --workdir")
+    for path in (sweep_dir, *beside):
+        if not storage.isdir(path):
+            raise FileNotFoundError(f"{path} is not a directory; pass a sweep's --workdir")
     rows = [r for r in table.read(sweep_dir) if r.get("status") == "finished"]
+    for path in beside:
+        names = {r["name"] for r in rows}
+        rows += [r for r in table.read(path) if r.get("status") == "finished" and r["name"] not in names]
     meta = rundir.read_json(sweep_dir, table.SWEEP) or {}
+    if title:
+        meta = {**meta, "title": title}
     out = out or storage.join(sweep_dir, "figures")
     storage.makedirs(out)
     result = {"out": out, "runs": len(rows), "written": {}, "skipped": {}}
