@@ -24,7 +24,11 @@ def test_cpu_names_model_generation_and_avx512(tmp_path, monkeypatch):
 
 
 def test_without_cpuinfo_the_platform_names_the_processor(monkeypatch):
-    def missing(*args, **kwargs):
-        raise FileNotFoundError("/proc/cpuinfo")
+    real_open = open
+
+    def missing(path, *args, **kwargs):
+        if path == "/proc/cpuinfo":
+            raise FileNotFoundError(path)
+        return real_open(path, *args, **kwargs)
     monkeypatch.setattr("builtins.open", missing)
     assert host.cpu() and "family" not in host.cpu()

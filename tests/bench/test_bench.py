@@ -13,7 +13,7 @@ import statistics
 import jax
 import pytest
 
-from vitjax import cli
+from vitjax import cli, host
 from vitjax.bench import jax_model, run
 from vitjax.config import load_config, parse_command_line
 from vitjax.train import trainer
@@ -118,6 +118,7 @@ def test_the_workloads_measured_and_the_settings_recorded(summary):
                                          "timm infer", "input pipeline", f"vitjax train [{VARIANT}]"}
     assert summary["overrides"] == {"batch_size": BATCH}
     assert all(len(w["rounds_seconds"]) == 3 for w in summary["workloads"].values())
+    assert summary["machine"]["cpu"] == host.cpu()  # its figures compare only with runs on the same cpu
 
 
 def test_flop_counts_are_those_of_the_compiled_programs(summary):

@@ -109,8 +109,8 @@ def _describe(model, image_shape, dtype) -> str:
 def _machine(jax) -> dict:
     device = jax.devices()[0]
     return {"backend": jax.default_backend(), "device_kind": device.device_kind, "devices": jax.device_count(),
-            "cpu_count": os.cpu_count(), "cpu": host.cpu(), "platform": platform.platform(), "python": platform.python_version(),
-            "jax": jax.__version__, "xla_flags": os.environ.get("XLA_FLAGS", ""),
+            "cpu_count": os.cpu_count(), "cpu": host.cpu(), "platform": platform.platform(),
+            "python": platform.python_version(), "jax": jax.__version__, "xla_flags": os.environ.get("XLA_FLAGS", ""),
             "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}
 
 
