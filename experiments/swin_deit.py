@@ -23,9 +23,10 @@ Parts (13 runs each):
 A missing teacher fails before anything runs, naming the runs to train first.
 
 Read-outs W1, W2 and D1-D4 in experiments/README.md, written before any run of this file.
-Expected (estimated, not measured: 2026-12-01 rates under load): part swin ~100 minutes on 2 idle CPU
-cores (Swin steps ~1.5x the ViT's), parts deit and deit_aug ~70-90 minutes each (the teacher's forward
-pass adds ~30% to a ViT step; augmentation is computed on the host).
+Measured: part swin, 2026-12-02 on 2 CPU cores (AMD EPYC family 25 model 17), 380-416 s per 1,200-step
+run and 1,008-1,091 s per 55k run (3,438 steps), ~110 minutes for all 13 (experiments/README.md, part
+6). Estimated, not measured: parts deit and deit_aug ~1.3x the ViT's time each (the teacher's forward
+pass; augmentation is computed on the host), ~2 hours each on such a host.
 """
 import os
 
