@@ -37,6 +37,11 @@ def values(rows, family, size, metric="accuracy") -> dict:
     return {s: 100 * v for s, v in aggregate.by_seed(aggregate.members(rows, family, size), metric).items()}
 
 
+def finished_any(rows, **fields) -> bool:
+    """Whether a finished run has these field values (a read-out waits for its runs until then)."""
+    return any(r.get("status") == "finished" and all(r.get(k) == v for k, v in fields.items()) for r in rows)
+
+
 def combine(terms) -> dict:
     """Q, SE and how they were computed, from [(coef, {seed: points}), ...]."""
     common = set.intersection(*(set(v) for _, v in terms))
@@ -211,7 +216,7 @@ def patch_size_arm(rows, size=55_000, small=5_500) -> dict:
     def at(patch, n=size):
         return values([r for r in rows if r.get("patch_size") == patch], "vit", n)
     found = {"S1": decide(combine([(1, at(4)), (-1, at(7))])), "S1'": decide(combine([(1, at(7)), (-1, at(14))]))}
-    if any(r.get("patch_size") == 2 and r.get("train_size") == small and r.get("status") == "finished" for r in rows):
+    if finished_any(rows, patch_size=2, train_size=small):
         found["S2"] = decide(combine([(1, at(2, small)), (-1, at(4, small))]))
     return found
 
@@ -233,7 +238,7 @@ def swin_arm(swin, plain) -> dict:
     against the plain arm's ViT."""
     small = [(1 / len(SMALLEST), difference(swin, "swin", plain, "vit", n)) for n in SMALLEST]
     found = {"W1": decide(combine(small))}
-    if any(r.get("family") == "swin" and r.get("train_size") == 55_000 and r.get("status") == "finished" for r in swin):
+    if finished_any(swin, family="swin", train_size=55_000):
         found["W2"] = decide(combine(small + [(-1, difference(swin, "swin", plain, "vit", 55_000))]))
     return found
 
