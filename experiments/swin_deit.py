@@ -3,6 +3,8 @@ strong augmentation (DeiT) close the ViT's gap to the BiT at small training-set 
 
     vitjax sweep experiments/swin_deit.py:part=swin --workdir runs/swin
     vitjax sweep experiments/data_scaling.py --workdir runs/data_scaling --only bit_n550_s0 ...   # teachers
+    for run in runs/data_scaling/bit_n*; do      # each teacher's best-validation step, as an .npz
+      vitjax export $run/checkpoint_best --out experiments/results/deit_teachers/$(basename $run).npz; done
     vitjax sweep experiments/swin_deit.py:part=deit --workdir runs/deit
     vitjax sweep experiments/swin_deit.py:part=deit_aug --workdir runs/deit_aug
     vitjax plot runs/deit --out experiments/results/deit
@@ -16,11 +18,14 @@ Parts (13 runs each):
   swin      configs/fashion_mnist/swin.py: patch 2, window 7, stages of width 32 and 64 (164k parameters,
             1.24x the ViT's forward FLOPs), the ViT's recipe.
   deit      configs/fashion_mnist/vit_distilled.py: the default ViT with a distillation token, hard
-            distillation from the plain arm's BiT run of the same size and seed (`teachers=DIR` holds
-            them as bit_n<size>_s<seed>, default runs/data_scaling), no augmentation.
+            distillation from the plain arm's BiT run of the same size and seed at its best-validation
+            step (the network whose test accuracy the study reports), no augmentation. `teachers=DIR`
+            holds them as bit_n<size>_s<seed>.npz (default experiments/results/deit_teachers, committed:
+            run directories do not outlive a session, 0.9 MB files do).
   deit_aug  configs/fashion_mnist/deit.py: the same student and teachers with DeiT's augmentation and
             regularisation fitted to 28x28 (RandAugment, erasing, Mixup/CutMix, smoothing, droppath).
-A missing teacher fails before anything runs, naming the runs to train first.
+A selected run whose teacher file is missing fails before any run starts (the runner checks every
+run's inputs), naming the files; `--only` runs the students whose teachers exist.
 
 Read-outs W1, W2 and D1-D4 in experiments/README.md, written before any run of this file.
 Measured: part swin, 2026-12-02 on 2 CPU cores (AMD EPYC family 25 model 17), 380-416 s per 1,200-step
@@ -30,12 +35,15 @@ pass; augmentation is computed on the host), ~2 hours each on such a host.
 """
 import os
 
-from vitjax.config import load_module, parse_arg
+from vitjax.config import load_config, load_module, parse_arg
 
 _protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
 
 BUDGET = _protocol.BUDGET.describe()
 FEWSHOT = None
+# The plain arm's BiT config: its model reads the teachers' .npz.
+TEACHER_CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs", "fashion_mnist",
+                              "bit.py")
 PARTS = {"swin": ("swin", "configs/fashion_mnist/swin.py"),
          "deit": ("deit", "configs/fashion_mnist/vit_distilled.py"),
          "deit_aug": ("deitaug", "configs/fashion_mnist/deit.py")}
@@ -44,24 +52,15 @@ TITLE = ("Swin; DeiT students hard-distilled from the plain arm's BiT (deit_aug:
 
 
 def teacher(teachers: str, size: int, seed: int) -> str:
-    """The plain arm's BiT run of this size and seed: the student's convnet teacher."""
-    return os.path.join(teachers, f"bit_n{size}_s{seed}")
-
-
-def _missing_teachers(teachers: str) -> list[str]:
-    return [teacher(teachers, n, s) for n in _protocol.SIZES for s in _protocol.seeds(n)
-            if not os.path.isdir(teacher(teachers, n, s))]
+    """The plain arm's BiT of this size and seed, exported: the student's convnet teacher."""
+    return os.path.join(teachers, f"bit_n{size}_s{seed}.npz")
 
 
 def get_runs(arg=None):
-    args = parse_arg(arg, part="swin", teachers="runs/data_scaling")
+    args = parse_arg(arg, part="swin", teachers="experiments/results/deit_teachers")
     if args.part not in PARTS:
         raise ValueError(f"part={args.part!r}; the parts are {', '.join(PARTS)}")
     prefix, config = PARTS[args.part]
-    if args.part != "swin" and _missing_teachers(args.teachers):
-        missing = [os.path.basename(path) for path in _missing_teachers(args.teachers)]
-        raise ValueError(f"teachers missing in {args.teachers}: {', '.join(missing)}; train them first: "
-                         f"vitjax sweep experiments/data_scaling.py --workdir {args.teachers} --only {' '.join(missing)}")
     return [(f"{prefix}_n{size}_s{seed}", config, _overrides(args, size, seed))
             for size in _protocol.SIZES for seed in _protocol.seeds(size)]
 
@@ -72,4 +71,11 @@ def _overrides(args, size: int, seed: int) -> dict:
         del out["data.pp_train"]
     if args.part != "swin":
         out["distillation.teacher"] = teacher(args.teachers, size, seed)
+        out.update(_teacher_model())
     return out
+
+
+def _teacher_model() -> dict:
+    """The overrides that build the teachers' model: the plain arm's BiT config, as that sweep ran it."""
+    bit = load_config(TEACHER_CONFIG)
+    return {"distillation.model_name": bit.model_name, **{f"distillation.model.{k}": v for k, v in bit.model.items()}}

@@ -164,6 +164,23 @@ def test_model_arguments_the_config_does_not_list_can_be_set_with_their_type():
         config_layer.apply_overrides(_tiny(), {"model.dtype": "bfloat16"})  # the trainer sets it from config.dtype
 
 
+def test_an_npz_teachers_model_arguments_are_set_after_its_model_name():
+    """distillation.model holds an .npz teacher's model arguments, typed by the class model_name names."""
+    with pytest.raises(config_layer.UnknownKeyError, match=r"distillation.model_name names, which is not set.*"
+                                                          r"--config.distillation.model_name=bit"):
+        config_layer.apply_overrides(_tiny(), {"distillation.model.width": "8"})
+    config = _tiny()
+    applied = config_layer.apply_overrides(config, {"distillation.model_name": "bit", "distillation.model.width": "8",
+                                                    "distillation.model.stem": "small"})
+    assert applied == {"distillation.model_name": "bit", "distillation.model.width": 8,
+                       "distillation.model.stem": "small"}
+    assert dict(config.distillation.model) == {"width": 8, "stem": "small"} and config.model.width == 32
+    with pytest.raises(config_layer.UnknownKeyError, match="did you mean 'distillation.model.width'"):
+        config_layer.apply_overrides(config, {"distillation.model.widht": "8"})
+    with pytest.raises(config_layer.ConfigError, match="distillation.model.width='eight': expected an int"):
+        config_layer.apply_overrides(config, {"distillation.model.width": "eight"})
+
+
 def test_override_flags_read_back_to_the_same_values():
     overrides = {"batch_size": 64, "lr": 1e-3, "model.scan": True, "data.class_balanced": False,
                  "data.synthetic.image_shape": (8, 8, 1), "data.train_size": None, "data.name": "synthetic"}

@@ -133,6 +133,23 @@ def _eval(args):
             print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in results.items()))
 
 
+def _export(args):
+    """A checkpoint's evaluated parameters as an official-layout .npz, and the flags that load it."""
+    from vitjax import rundir
+    from vitjax.config import override_flags
+    from vitjax.interop import npz
+    try:
+        params = rundir.read_checkpoint_params(args.checkpoint)
+        config = rundir.load_config(rundir.locate(args.checkpoint).run_dir)
+    except (ValueError, FileNotFoundError) as error:
+        sys.exit(f"vitjax export: error: {error}")
+    path = npz.save(args.out, params)
+    model = {"distillation.model_name": config.model_name,
+             **{f"distillation.model.{k}": v for k, v in config.model.items()}}
+    print(f"wrote {path}; as a distillation teacher: --config.distillation.teacher={path} "
+          f"{' '.join(override_flags(model))}")
+
+
 def _data(args):
     from vitjax import data
     path = data.prepare(args.name, data_dir=args.data_dir, download=args.download)
@@ -159,6 +176,10 @@ def main(argv=None):
     fewshot.add_args(evaluate)
     knn.add_args(evaluate)
     distributed_args(evaluate)
+    export = commands.add_parser("export", help="write a checkpoint's parameters as an official-layout .npz")
+    export.add_argument("checkpoint", help="a run's workdir (its newest checkpoint), its checkpoint_best/ "
+                                           "directory (the best validation step) or a checkpoints/<step> directory")
+    export.add_argument("--out", required=True, help="the .npz file to write (a gs:// URL works too)")
     prepare = commands.add_parser("data", help="prepare a dataset offline")
     prepare.add_argument("action", choices=["prepare"])
     prepare.add_argument("name")
@@ -181,7 +202,7 @@ def main(argv=None):
         args = parse_command_line(parser, argv)  # their --config.KEY=VALUE overrides go to args.overrides
     else:
         args = parser.parse_args(argv)
-    {"train": _train, "eval": _eval, "data": _data, "analyze": lambda a: (join(a), analysis.run(a)), "sweep": sweeps.sweep_main,
+    {"train": _train, "eval": _eval, "export": _export, "data": _data, "analyze": lambda a: (join(a), analysis.run(a)), "sweep": sweeps.sweep_main,
      "plot": sweeps.plot_main, "bench": bench.run}[args.command](args)
 
 

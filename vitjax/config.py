@@ -342,13 +342,14 @@ def apply_overrides(config: ml_collections.ConfigDict, overrides: dict) -> dict:
     A str value is text (from a command line): it is read by the field's type (read_value). Other
     values are set as they are (lists become tuples where the field is a tuple). `model.<field>` may
     name an argument of the model class that config.model does not list yet (`model.scan` on any ViT
-    config). A key the config does not have raises UnknownKeyError naming the closest one.
+    config); so may `distillation.model.<field>`, of the class distillation.model_name names (an .npz
+    teacher's model). A key the config does not have raises UnknownKeyError naming the closest one.
     """
     applied = {}
     for dotted, value in overrides.items():
         parent, leaf = _parent_of(config, dotted)
         if leaf not in parent:
-            applied[dotted] = _add_model_field(config, leaf, value)
+            applied[dotted] = _add_model_field(config, dotted, value)
             continue
         if isinstance(value, str):
             value = read_value(dotted, value, parent.get_type(leaf), nullable=_nullable(parent, leaf))
@@ -386,14 +387,31 @@ def model_fields(model_name: str) -> dict:
             for f in dataclasses.fields(family) if f.name not in _NOT_MODEL_FIELDS}
 
 
-def _add_model_field(config, field: str, value):
-    # config.model holds only the keyword arguments a config file sets; the rest are the class's defaults.
-    default = model_fields(config.model_name)[field]  # _parent_of let through only fields that exist
+# Groups of model-class arguments, each named by the config key of its model's name: a group holds only
+# the arguments a config file sets (the rest are the class's defaults), so an override may add one.
+_MODEL_GROUPS = {"model": "model_name", "distillation.model": "distillation.model_name"}
+
+
+def _at(config, dotted: str):
+    for part in dotted.split("."):
+        config = config[part]
+    return config
+
+
+def _group_fields(config, group: str) -> dict:
+    """{argument: default} of the model class whose name `group`'s name key holds."""
+    return model_fields(_at(config, _MODEL_GROUPS[group]))
+
+
+def _add_model_field(config, dotted: str, value):
+    group, field = dotted.rsplit(".", 1)
+    default = _group_fields(config, group)[field]  # _parent_of let through only fields that exist
     if isinstance(value, str):
-        value = read_value(f"model.{field}", value, type(default), nullable=default is None)
-    with config.model.unlocked():
-        config.model[field] = value
-    return config.model[field]
+        value = read_value(dotted, value, type(default), nullable=default is None)
+    node = _at(config, group)
+    with node.unlocked():
+        node[field] = value
+    return node[field]
 
 
 def _parent_of(config, dotted: str):
@@ -403,14 +421,19 @@ def _parent_of(config, dotted: str):
             if depth < len(parts) - 1:
                 node = node[part]
             continue
-        if parts[:depth] == ["model"] and depth == len(parts) - 1 and part in model_fields(config.model_name):
-            break
         where = ".".join(parts[:depth]) or "the config"
+        is_model_group = where in _MODEL_GROUPS and depth == len(parts) - 1
+        if is_model_group and part in _group_fields(config, where):
+            break
         known = sorted(node.keys()) if isinstance(node, ml_collections.ConfigDict) else []
-        if parts[:depth] == ["model"]:
-            known = sorted(set(known) | set(model_fields(config.model_name)))
+        if is_model_group:
+            known = sorted(set(known) | set(_group_fields(config, where)))
         close = difflib.get_close_matches(part, known, n=1)
         hint = f"; did you mean {'.'.join(parts[:depth] + close)!r}?" if close else ""
+        if is_model_group and not known:
+            raise UnknownKeyError(f"override key {dotted!r}: {where} takes the arguments of the model "
+                                  f"{_MODEL_GROUPS[where]} names, which is not set: set it first (e.g. "
+                                  f"--config.{_MODEL_GROUPS[where]}=bit)")
         raise UnknownKeyError(f"override key {dotted!r}: {where} has no field {part!r}{hint} "
                               f"(fields there: {', '.join(known) or 'none, it is not a group'})")
     return node, parts[-1]

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from tests.train import tiny_config
-from vitjax import rundir
+from vitjax import cli, rundir
+from vitjax import config as config_layer
 from vitjax.interop import npz
 from vitjax.train import trainer
 
@@ -109,3 +110,20 @@ def test_npz_teacher_needs_its_model_and_loads_with_it(teacher_run, tmp_path):
     loaded = objective.loaded_extra()["teacher"]
     for got, want in zip(jax.tree.leaves(loaded), jax.tree.leaves(rundir.read_checkpoint_params(teacher_run))):
         np.testing.assert_array_equal(got, want)
+
+
+def test_vitjax_export_writes_a_teacher_that_its_printed_flags_load(teacher_run, tmp_path, capsys):
+    """`vitjax export` -> .npz, and the printed --config flags make it a teacher equal to the run's network."""
+    out = str(tmp_path / "exported")
+    cli.main(["export", teacher_run, "--out", out])
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"wrote {out}.npz") and os.path.isfile(out + ".npz")
+    overrides, rest = config_layer.overrides_from_argv(printed.split(":", 1)[1].split())
+    assert rest == [] and overrides["distillation.model_name"] == "vit"
+    config = _student_config("")
+    config_layer.apply_overrides(config, overrides)
+    loaded = trainer.plan(config).objective.loaded_extra()["teacher"]
+    for got, want in zip(jax.tree.leaves(loaded), jax.tree.leaves(rundir.read_checkpoint_params(teacher_run))):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(SystemExit, match="vitjax export: error: .* is not a vitjax run"):
+        cli.main(["export", str(tmp_path), "--out", out])

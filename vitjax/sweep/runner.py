@@ -161,9 +161,17 @@ def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parall
                          f"`vitjax train --workdir gs://...` trains single runs there)")
     plan = [(run, os.path.join(sweep_dir, run.name)) for run in runs]
     plan = [(run, run_dir, todo(run_dir, settings, run.config_dict)) for run, run_dir in plan]
+    absent = [f"{run.name} ({', '.join(run.missing_inputs())})" for run, _, action in plan
+              if action != "skip" and run.missing_inputs()]
+    absent = f"inputs missing for {len(absent)} of the runs to train: {'; '.join(absent)}" if absent else ""
     if dry_run:
         _echo_plan(plan, settings, redo_stale, echo)
+        if absent:
+            echo(f"warning: {absent}")
         return 0
+    if absent:
+        raise ValueError(f"{absent}; make them first (the sweep file's docstring says how), or leave these runs "
+                         f"out with --only")
 
     os.makedirs(sweep_dir, exist_ok=True)
     table.write_definition(sweep_dir, {**sweep.describe(), "fewshot": settings.get("fewshot"),

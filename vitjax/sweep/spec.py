@@ -33,10 +33,14 @@ import os
 import re
 
 from vitjax import config as config_layer
+from vitjax import storage
 from vitjax.evaluate import fewshot
 from vitjax.rundir import flatten
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
+# Config keys naming what a run reads when it starts (a pre-trained run, a teacher): the runner checks
+# they exist for every run it is about to train, before the first one starts.
+INPUT_KEYS = ("init_from", "distillation.teacher")
 
 
 class SweepError(ValueError):
@@ -49,6 +53,11 @@ class Run:
     config: str  # absolute path[:arg]
     overrides: dict
     config_dict: dict  # the resolved config, as JSON-able dict (for the table of pending runs)
+
+    def missing_inputs(self) -> list[str]:
+        """'key=path' for each of the run's INPUT_KEYS that names a path that does not exist."""
+        flat = flatten(self.config_dict)
+        return [f"{key}={flat[key]}" for key in INPUT_KEYS if flat.get(key) and not storage.exists(flat[key])]
 
     def train_argv(self, workdir: str) -> list[str]:
         """Arguments after `python -m vitjax`."""
