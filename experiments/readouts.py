@@ -4,7 +4,7 @@ r"""Decides the study's pre-registered read-outs (experiments/README.md) from th
         [--regularisation experiments/results/regularisation] [--model_size experiments/results/model_size] \
         [--patch_size experiments/results/patch_size] \
         [--transfer experiments/results/transfer] \
-        [--swin experiments/results/swin] [--deit experiments/results/deit --deit_aug experiments/results/deit_aug] \
+        [--swin experiments/results/swin] [--deit experiments/results/deit] [--deit_aug experiments/results/deit_aug] \
         [--self_supervised experiments/results/self_supervised] \
         [--knn_dino DINO_RUN --knn_vit VIT_RUN ...] [--segmentation DINO_ANALYSIS/cls_segmentation.json] \
         --out experiments/results/readouts.json
@@ -14,8 +14,9 @@ tau = max(2 SE, 0.5 points): **holds** when Q > tau, **fails** when Q < -tau, el
 Q is a sum of terms coef * acc(family, n). When every term has the same >= 2 seeds, Q is computed seed
 by seed and SE = std / sqrt(n) over those seeds (paired: the families share each seed's subset, and the
 subsets are nested across sizes); otherwise each term's mean and SE are combined in quadrature. Read-outs
-whose sweep is missing from the command line are listed as not run. U4 pairs k-NN accuracies by the
-memory bank's subset seed; U5 is in Jaccard units, paired by test image, with a floor of 0.02.
+whose sweep is missing from the command line, or whose sizes it does not have yet, are listed as not
+run. U4 pairs k-NN accuracies by the memory bank's subset seed; U5 is in Jaccard units, paired by test
+image, with a floor of 0.02.
 """
 import argparse
 import glob
@@ -244,13 +245,23 @@ def swin_arm(swin, plain) -> dict:
 
 
 def deit_arm(deit, deit_aug, plain) -> dict:
-    """D1-D4 from experiments/swin_deit.py's parts deit and deit_aug against the plain arm."""
-    small = [(1 / len(SMALLEST), difference(deit, "deit", plain, "vit", n)) for n in SMALLEST]
-    return {"D1": decide(combine(small + [(-1, difference(deit, "deit", plain, "vit", 55_000))])),
-            "D2": decide(combine(small)),
-            "D3": decide(combine([(1 / len(SMALLEST), difference(deit_aug, "deit", deit, "deit", n))
-                                  for n in SMALLEST])),
-            "D4": decide(combine([(1, difference(deit_aug, "deit", plain, "bit", 55_000))]))}
+    """D1-D4 from experiments/swin_deit.py's parts deit and deit_aug (either table may be empty) against
+    the plain arm; each read-out once the runs it needs are in."""
+    def has(rows, *sizes):
+        return all(finished_any(rows, family="deit", train_size=n) for n in sizes)
+
+    found = {}
+    if has(deit, *SMALLEST):
+        small = [(1 / len(SMALLEST), difference(deit, "deit", plain, "vit", n)) for n in SMALLEST]
+        found["D2"] = decide(combine(small))
+        if has(deit, 55_000):
+            found["D1"] = decide(combine(small + [(-1, difference(deit, "deit", plain, "vit", 55_000))]))
+    if has(deit, *SMALLEST) and has(deit_aug, *SMALLEST):
+        found["D3"] = decide(combine([(1 / len(SMALLEST), difference(deit_aug, "deit", deit, "deit", n))
+                                      for n in SMALLEST]))
+    if has(deit_aug, 55_000):
+        found["D4"] = decide(combine([(1, difference(deit_aug, "deit", plain, "bit", 55_000))]))
+    return dict(sorted(found.items()))
 
 
 def pretrained_with(rows, method) -> list:
@@ -355,8 +366,8 @@ def main(argv=None) -> int:
             found.update(swin_arm(table.read(args.swin), rows))
         if args.self_supervised:
             found.update(self_supervised_arm(table.read(args.self_supervised), rows))
-        if args.deit and args.deit_aug:
-            found.update(deit_arm(table.read(args.deit), table.read(args.deit_aug), rows))
+        if args.deit or args.deit_aug:
+            found.update(deit_arm(*(table.read(path) if path else [] for path in (args.deit, args.deit_aug)), rows))
     if args.model_size:
         found.update(model_size_arm(table.read(args.model_size)))
     if args.patch_size:

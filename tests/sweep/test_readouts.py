@@ -185,6 +185,10 @@ def test_swin_and_deit_read_outs_pair_with_the_plain_arm():
     assert found["D1"]["q"] == pytest.approx(1.3) and found["D1"]["verdict"] == "holds"
     assert found["D3"]["q"] == pytest.approx(3.0) and found["D3"]["verdict"] == "holds"
     assert found["D4"]["q"] == pytest.approx(-1.0) and found["D4"]["verdict"] == "fails"  # the student trails its teacher
+    small_only = [r for r in deit if r["train_size"] < 55_000]
+    assert readouts.deit_arm(small_only, [], plain).keys() == {"D2"}  # each read-out waits for its runs
+    assert readouts.deit_arm(small_only, [r for r in deit_aug if r["train_size"] < 55_000], plain).keys() == {"D2", "D3"}
+    assert readouts.deit_arm([], deit_aug, plain).keys() == {"D4"}
 
 
 def _fine_tuned(method, accs):
