@@ -161,8 +161,8 @@ def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parall
                          f"`vitjax train --workdir gs://...` trains single runs there)")
     plan = [(run, os.path.join(sweep_dir, run.name)) for run in runs]
     plan = [(run, run_dir, todo(run_dir, settings, run.config_dict)) for run, run_dir in plan]
-    absent = [f"{run.name} ({', '.join(run.missing_inputs())})" for run, _, action in plan
-              if action != "skip" and run.missing_inputs()]
+    to_train = [run for run, _, action in plan if action == "train" or (action == "stale" and redo_stale)]
+    absent = [f"{run.name} ({', '.join(run.missing_inputs())})" for run in to_train if run.missing_inputs()]
     absent = f"inputs missing for {len(absent)} of the runs to train: {'; '.join(absent)}" if absent else ""
     if dry_run:
         _echo_plan(plan, settings, redo_stale, echo)
