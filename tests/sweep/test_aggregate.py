@@ -56,6 +56,22 @@ def test_a_config_difference_other_than_the_seed_splits_the_group():
     assert sorted(g["runs"] for g in aggregate.groups(rows)) == [["a0", "a1"], ["b0"]]
 
 
+def _student(name, seed, teacher):
+    row = _row(name, "deit", 500, seed, 0.5 + 0.01 * seed)
+    row["config"]["distillation"] = {"teacher": teacher, "model_name": "bit"}
+    return row
+
+
+def test_students_of_their_own_seeds_teacher_form_one_group_and_two_teachers_at_one_seed_are_refused():
+    rows = [_student(f"deit_s{s}", s, f"teachers/bit_s{s}.npz") for s in range(3)]
+    (group,) = aggregate.groups(rows)
+    assert group["n"] == 3 and group["accuracy_mean"] == pytest.approx(0.51)
+    assert group["config"]["distillation"] == {"model_name": "bit"}  # the teacher varies as the seed does
+    with pytest.raises(ValueError, match="deit_s0 and other_s0 have one config and seed 0 but different "
+                                         "distillation.teacher"):
+        aggregate.groups(rows + [_student("other_s0", 0, "elsewhere/bit_s0.npz")])
+
+
 def test_a_key_one_run_lacks_counts_as_its_default():
     # A run recorded before vitjax gained `objective` trained as its default, 'supervised', does.
     old, new, other = (_row("a0", "vit", 500, 0, 0.5), _row("a1", "vit", 500, 1, 0.6),

@@ -31,6 +31,10 @@ import statistics
 from vitjax.rundir import flatten, with_schema_defaults
 
 SEED_KEYS = ("seed", "data.subset_seed")  # what differs between the runs of one group
+# Inputs a sweep pairs with the seed (the student of seed s learns from the teacher trained on seed s's
+# subset): they differ between a group's runs as the seed does. Two of a group's runs with one seed and
+# different such inputs are an error (`groups`), never averaged.
+SEED_PAIRED_KEYS = ("distillation.teacher",)
 METRICS = ("accuracy", "best_val_accuracy", "test_accuracy")
 SHARED = ("family", "model", "patch_size", "train_size", "params", "flops_per_step", "image_shape")
 MEANS = ("train_flops", "examples_seen", "steps", "img_per_sec")
@@ -46,7 +50,7 @@ def comparable(config: dict | None) -> dict:
 def group_key(config: dict) -> str:
     """What runs of one group share: the comparable config without the seed keys and mesh.*."""
     flat = comparable(config)
-    kept = {k: v for k, v in flat.items() if k not in SEED_KEYS and not k.startswith("mesh.")}
+    kept = {k: v for k, v in flat.items() if k not in SEED_KEYS + SEED_PAIRED_KEYS and not k.startswith("mesh.")}
     return json.dumps(kept, sort_keys=True, default=str)
 
 
@@ -83,8 +87,12 @@ def _mean(values):
 def _config_without_seeds(config: dict) -> dict:
     """The group's config: a member's, without the keys that differ between members."""
     config = copy.deepcopy(config or {})
-    config.pop("seed", None)
-    config.get("data", {}).pop("subset_seed", None)
+    for dotted in SEED_KEYS + SEED_PAIRED_KEYS:
+        *parents, leaf = dotted.split(".")
+        node = config
+        for part in parents:
+            node = node.get(part, {})
+        node.pop(leaf, None)
     return config
 
 
@@ -106,6 +114,19 @@ def summarise(members: list[dict], metrics) -> dict:
     return group
 
 
+def _check_seed_pairing(members: list[dict]) -> None:
+    """Raises ValueError when two runs of one group share a seed but not their seed-paired inputs."""
+    inputs = {}
+    for row in members:
+        flat = flatten(row.get("config") or {})
+        paired = tuple(flat.get(key) for key in SEED_PAIRED_KEYS)
+        if inputs.setdefault(row.get("seed"), (row["name"], paired))[1] != paired:
+            other = inputs[row.get("seed")][0]
+            raise ValueError(f"{other} and {row['name']} have one config and seed {row.get('seed')} but different "
+                             f"{' / '.join(SEED_PAIRED_KEYS)}: two arms in one group; give them different configs "
+                             f"(e.g. distillation.model) or tabulate them as separate sweeps")
+
+
 def groups(rows: list[dict]) -> list[dict]:
     """The finished runs with an accuracy, grouped over seeds and summarised; sorted by family, model
     and train_size."""
@@ -113,6 +134,8 @@ def groups(rows: list[dict]) -> list[dict]:
     found = {}
     for row in finished:
         found.setdefault(group_key(row.get("config")), []).append(row)
+    for members in found.values():
+        _check_seed_pairing(members)
     metrics = metrics_of(finished)
     summaries = [summarise(members, metrics) for members in found.values()]
     return sorted(summaries, key=lambda g: (str(g["family"]), str(g["model"]), g["train_size"] or 0))
