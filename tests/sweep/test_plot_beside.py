@@ -37,3 +37,18 @@ def test_a_missing_beside_directory_is_named_before_drawing(tmp_path):
                          capture_output=True, text=True)
     assert run.returncode != 0 and "nowhere is not a directory" in run.stderr
     assert not (tmp_path / "swin" / "figures").exists()
+
+
+def test_two_arms_of_one_model_are_told_apart_by_their_run_names_and_colours():
+    """deit and deitaug students share a model name: their lines say which arm, in colours no family uses."""
+    from vitjax.sweep import aggregate
+
+    def arm(prefix, lr):
+        rows = [{**_row("deit", n, s, 0.7), "name": f"{prefix}_n{n}_s{s}"} for n in (100, 1000) for s in (0, 1)]
+        for r in rows:
+            r["config"]["lr"] = lr
+        return rows
+    rows = arm("deit", 1e-3) + arm("deitaug", 1e-2) + [_row("bit", n, s, 0.8) for n in (100, 1000) for s in (0, 1)]
+    lines = plots._groups(aggregate.groups(rows), "train_size", ("data.train_size",))
+    labels = {label: colour for label, colour, _ in lines}
+    assert labels == {"bit": "tab:orange", "deit (deit)": "tab:purple", "deit (deitaug)": "tab:green"}

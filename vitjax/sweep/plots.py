@@ -23,6 +23,7 @@ import csv
 import io
 import json
 import math
+import os
 import re
 import textwrap
 
@@ -58,24 +59,36 @@ def _shots(groups, probe="fewshot") -> list[int]:
 def _groups(groups, column: str, varying: tuple, min_points: int = 2) -> list[tuple[str, str, list]]:
     """Lines of a figure: seed groups whose configs differ only in the `varying` dotted keys, with at
     least `min_points` distinct values of `column` (the x-axis). Returns (label, colour, groups) sorted by
-    label; a family with one line gets its own colour, several lines get the default cycle."""
+    model name; lines of one model name (two arms' sweeps drawn together) add their runs' name prefix."""
     lines_of = {}
     for group in groups:
         flat = aggregate.comparable(group.get("config"))
         signature = json.dumps({k: v for k, v in flat.items() if k not in varying}, sort_keys=True, default=str)
         lines_of.setdefault(signature, []).append(group)
-    kept = [members for members in lines_of.values() if len({g[column] for g in members}) >= min_points]
-    lines, used = [], {}
-    for members in sorted(kept, key=lambda m: m[0]["model"]):
-        label = members[0]["model"]
-        used[label] = used.get(label, 0) + 1
-        lines.append((label if used[label] == 1 else f"{label} ({used[label]})", members))
-    per_family = {}
-    for _, members in lines:
-        per_family[members[0]["family"]] = per_family.get(members[0]["family"], 0) + 1
-    cycle = [f"C{i}" for i in range(10)]
-    return [(label, _style(m[0]["family"])[0] if per_family[m[0]["family"]] == 1 else cycle[i % 10], m)
-            for i, (label, m) in enumerate(lines)]
+    kept = sorted((members for members in lines_of.values() if len({g[column] for g in members}) >= min_points),
+                  key=lambda m: (m[0]["model"], _run_prefix(m)))
+    names = [m[0]["model"] for m in kept]
+    lines = [(f"{name} ({_run_prefix(m)})" if names.count(name) > 1 else name, m) for name, m in zip(names, kept)]
+    colours = _line_colours([m[0]["family"] for m in kept])
+    return [(label, colour, m) for (label, m), colour in zip(lines, colours)]
+
+
+def _run_prefix(members) -> str:
+    """What the line's run names share before the size ('deitaug' of deitaug_n550_s0, ...): it tells
+    apart lines of one model from different sweeps, which name their runs after their arm."""
+    prefix = os.path.commonprefix([name for g in members for name in g.get("runs", [])])
+    return re.sub(r"[_\-]*(n\d*)?$", "", prefix) or "?"
+
+
+def _line_colours(families) -> list[str]:
+    """The family's colour for its first line; its further lines take tab10 colours no family here uses."""
+    reserved = {_style(family)[0] for family in families}
+    spare = [c for c in ("tab:green", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray") if c not in reserved]
+    colours, seen = [], set()
+    for family in families:
+        colours.append(_style(family)[0] if family not in seen or not spare else spare.pop(0))
+        seen.add(family)
+    return colours
 
 
 def _write_csv(path, groups, columns):
