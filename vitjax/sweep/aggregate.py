@@ -2,7 +2,8 @@
 
 A sweep repeats each setting with several training seeds (config `seed` and `data.subset_seed` both set
 to the seed, so model families see the same subsets seed by seed). `groups` gathers the finished runs
-whose configs are equal except for those two keys (and `mesh.*`, the device layout) into one group, by
+whose configs are equal except for those two keys, the inputs paired with them (SEED_PAIRED_KEYS: a
+DeiT student's teacher of its own seed) and `mesh.*` (the device layout) into one group, by
 the configs recorded in the table's rows, never by run names, so a run named anything still lands in
 its setting's group. Each group (a row of DIR/summary.csv) holds
 
