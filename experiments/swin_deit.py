@@ -36,7 +36,7 @@ minutes for all 13 of each (an estimate from those rates).
 """
 import os
 
-from vitjax.config import load_config, load_module, parse_arg
+from vitjax.config import load_config, load_module, parse_arg, teacher_overrides
 
 _protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
 
@@ -79,4 +79,4 @@ def _overrides(args, size: int, seed: int) -> dict:
 def _teacher_model() -> dict:
     """The overrides that build the teachers' model: the plain arm's BiT config, as that sweep ran it."""
     bit = load_config(TEACHER_CONFIG)
-    return {"distillation.model_name": bit.model_name, **{f"distillation.model.{k}": v for k, v in bit.model.items()}}
+    return teacher_overrides(bit.model_name, bit.model)

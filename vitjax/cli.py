@@ -136,7 +136,7 @@ def _eval(args):
 def _export(args):
     """A checkpoint's evaluated parameters as an official-layout .npz, and the flags that load it."""
     from vitjax import rundir
-    from vitjax.config import override_flags
+    from vitjax.config import override_flags, teacher_overrides
     from vitjax.interop import npz
     try:
         params = rundir.read_checkpoint_params(args.checkpoint)
@@ -144,10 +144,8 @@ def _export(args):
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax export: error: {error}")
     path = npz.save(args.out, params)
-    model = {"distillation.model_name": config.model_name,
-             **{f"distillation.model.{k}": v for k, v in config.model.items()}}
     print(f"wrote {path}; as a distillation teacher: --config.distillation.teacher={path} "
-          f"{' '.join(override_flags(model))}")
+          f"{' '.join(override_flags(teacher_overrides(config.model_name, config.model)))}")
 
 
 def _data(args):

@@ -392,6 +392,11 @@ def model_fields(model_name: str) -> dict:
 _MODEL_GROUPS = {"model": "model_name", "distillation.model": "distillation.model_name"}
 
 
+def teacher_overrides(model_name: str, model) -> dict:
+    """The overrides that describe an .npz distillation teacher's model (`model`: its config.model)."""
+    return {"distillation.model_name": model_name, **{f"distillation.model.{k}": v for k, v in model.items()}}
+
+
 def _at(config, dotted: str):
     for part in dotted.split("."):
         config = config[part]

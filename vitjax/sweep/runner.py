@@ -162,7 +162,7 @@ def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parall
     plan = [(run, os.path.join(sweep_dir, run.name)) for run in runs]
     plan = [(run, run_dir, todo(run_dir, settings, run.config_dict)) for run, run_dir in plan]
     to_train = [run for run, _, action in plan if action == "train" or (action == "stale" and redo_stale)]
-    absent = [f"{run.name} ({', '.join(run.missing_inputs())})" for run in to_train if run.missing_inputs()]
+    absent = [f"{run.name} ({', '.join(missing)})" for run in to_train if (missing := run.missing_inputs())]
     absent = f"inputs missing for {len(absent)} of the runs to train: {'; '.join(absent)}" if absent else ""
     if dry_run:
         _echo_plan(plan, settings, redo_stale, echo)
