@@ -52,3 +52,20 @@ def test_two_arms_of_one_model_are_told_apart_by_their_run_names_and_colours():
     lines = plots._groups(aggregate.groups(rows), "train_size", ("data.train_size",))
     labels = {label: colour for label, colour, _ in lines}
     assert labels == {"bit": "tab:orange", "deit (deit)": "tab:purple", "deit (deitaug)": "tab:green"}
+
+
+def test_the_compute_figure_gives_two_arms_of_one_model_their_own_points_and_front():
+    from vitjax.sweep import aggregate
+
+    def run(prefix, family, model, n, s, lr):
+        r = {**_row(family, n, s, 0.7), "name": f"{prefix}_n{n}_s{s}", "model": model, "train_flops": 1e9 * n}
+        r["config"] = {**r["config"], "lr": lr, "model_name": model}
+        return r
+    rows = [run(p, "deit", "DeiT", n, s, lr) for p, lr in (("deit", 1e-3), ("deitaug", 1e-2))
+            for n in (100, 1000) for s in (0, 1)]
+    # Two models of one family from one arm (a model-size sweep) stay one series: no clash of model and size.
+    rows += [run("vit", "vit", m, n, s, 1e-3) for m in ("ViT-S", "ViT-L") for n in (100, 1000) for s in (0, 1)]
+    series = {label: (colour, len(members)) for label, colour, _, members in
+              plots._compute_series(aggregate.groups(rows))}
+    assert series == {"DeiT (distilled ViT) (deit)": ("tab:purple", 2),
+                      "DeiT (distilled ViT) (deitaug)": ("tab:green", 2), "ViT": ("tab:blue", 4)}

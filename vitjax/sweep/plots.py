@@ -74,10 +74,10 @@ def _groups(groups, column: str, varying: tuple, min_points: int = 2) -> list[tu
 
 
 def _run_prefix(members) -> str:
-    """What the line's run names share before the size ('deitaug' of deitaug_n550_s0, ...): it tells
+    """What the run names share before the size and seed ('deitaug' of deitaug_n550_s0, ...): it tells
     apart lines of one model from different sweeps, which name their runs after their arm."""
     prefix = os.path.commonprefix([name for g in members for name in g.get("runs", [])])
-    return re.sub(r"[_\-]*(n\d*)?$", "", prefix) or "?"
+    return re.sub(r"([_\-]*n\d*)?([_\-]*s\d*)?[_\-]*$", "", prefix) or "?"
 
 
 def _line_colours(families) -> list[str]:
@@ -306,18 +306,32 @@ def _annotate(ax, members) -> None:
                     textcoords="offset points")
 
 
+def _compute_series(groups) -> list[tuple[str, str, str, list]]:
+    """The compute figure's point sets and Pareto fronts: one per family, split by the runs' name prefix
+    where one family holds two arms' runs of the same model and size (DeiT with and without its
+    augmentation): their fronts are different recipes', not one. Returns (label, colour, marker, groups)."""
+    series = {}
+    for family in sorted({g["family"] for g in groups}):
+        members = [g for g in groups if g["family"] == family]
+        arms = {_run_prefix([g]) for g in members}
+        clash = len({(g["model"], g.get("train_size")) for g in members}) < len(members) and len(arms) > 1
+        for g in members:
+            series.setdefault((family, _run_prefix([g]) if clash else None), []).append(g)
+    colours = _line_colours([family for family, _ in series])
+    return [(FAMILY_NAME.get(family, family) + (f" ({arm})" if arm else ""), colour, _style(family)[1], members)
+            for ((family, arm), members), colour in zip(series.items(), colours)]
+
+
 def compute(rows, out, meta=None) -> list[str]:
     groups = [g for g in aggregate.groups(rows) if (g.get("train_flops") or 0) > 0]
     if not groups:
         raise Skipped("needs finished runs with train_flops in their results")
     plt, fig, axes = _figure(1)
     ax, table = axes[0], []
-    for family in sorted({g["family"] for g in groups}):
-        members = [g for g in groups if g["family"] == family]
+    for label, color, marker, members in _compute_series(groups):
         front = pareto_front(members)
-        color, marker = _style(family)
         _errorbar(ax, [g["train_flops"] for g in members], members, "accuracy", color=color, marker=marker,
-                  linestyle="none", label=FAMILY_NAME.get(family, family))
+                  linestyle="none", label=label)
         # Carried on to the family's largest budget: the best accuracy bought with at most x FLOPs.
         xs = [g["train_flops"] for g in front] + [max(g["train_flops"] for g in members)]
         ys = [100 * g["accuracy_mean"] for g in front] + [100 * front[-1]["accuracy_mean"]]
