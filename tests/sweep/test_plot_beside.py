@@ -61,7 +61,8 @@ def test_the_compute_figure_gives_two_arms_of_one_model_their_own_points_and_fro
         r = {**_row(family, n, s, 0.7), "name": f"{prefix}_n{n}_s{s}", "model": model, "train_flops": 1e9 * n}
         r["config"] = {**r["config"], "lr": lr, "model_name": model}
         return r
-    rows = [run(p, "deit", "DeiT", n, s, lr) for p, lr in (("deit", 1e-3), ("deitaug", 1e-2))
+    # deitaug's rows first (the sweep drawn, then the one beside it): colours still follow the arm names.
+    rows = [run(p, "deit", "DeiT", n, s, lr) for p, lr in (("deitaug", 1e-2), ("deit", 1e-3))
             for n in (100, 1000) for s in (0, 1)]
     # Two models of one family from one arm (a model-size sweep) stay one series: no clash of model and size.
     rows += [run("vit", "vit", m, n, s, 1e-3) for m in ("ViT-S", "ViT-L") for n in (100, 1000) for s in (0, 1)]

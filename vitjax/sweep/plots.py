@@ -317,9 +317,11 @@ def _compute_series(groups) -> list[tuple[str, str, str, list]]:
         clash = len({(g["model"], g.get("train_size")) for g in members}) < len(members) and len(arms) > 1
         for g in members:
             series.setdefault((family, _run_prefix([g]) if clash else None), []).append(g)
-    colours = _line_colours([family for family, _ in series])
+    # Ordered by arm name, as _groups orders lines: an arm keeps its colour in both figures.
+    ordered = sorted(series.items(), key=lambda item: (item[0][0], item[0][1] or ""))
+    colours = _line_colours([family for (family, _), _ in ordered])
     return [(FAMILY_NAME.get(family, family) + (f" ({arm})" if arm else ""), colour, _style(family)[1], members)
-            for ((family, arm), members), colour in zip(series.items(), colours)]
+            for ((family, arm), members), colour in zip(ordered, colours)]
 
 
 def compute(rows, out, meta=None) -> list[str]:
