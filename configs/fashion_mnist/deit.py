@@ -11,8 +11,10 @@ best validation step; 2026-12-02, 2 CPU cores, ~6.5 min a run): 74.58 ± 1.25 % 
 75.82 ± 1.30 % on 1.7k training images (n=3), against 63.50 / 73.46 for the same student without
 this augmentation and 67.27 / 76.99 for its BiT teachers (experiments/README.md, part 6). Every run's
 best step was its last or the one before: strong augmentation needs a longer schedule than the
-ViT's to pay (DeiT trains 300 epochs of ImageNet); `:long` trains 40 epochs, as vit.py's. The full
-55k run is not measured yet.
+ViT's to pay (DeiT trains 300 epochs of ImageNet); `:long` trains 40 epochs, as vit.py's. On 55k at
+the study's 8 epochs (3,438 steps, ~16 min) it reaches only 83.52 % (n=2), 4.9 points under the
+student without it and 7.7 under its teacher: too short a schedule for this recipe; `:long` on 55k is
+not measured yet.
 
 Choices, from DeiT (Touvron et al. 2021, Table 9) scaled to 28x28 grey images:
 - RandAugment 2 ops at magnitude 7 with noise 0.5 (DeiT: rand-m9-mstd0.5), rotations capped at 15
