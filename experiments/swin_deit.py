@@ -30,9 +30,9 @@ run's inputs), naming the files; `--only` runs the students whose teachers exist
 Read-outs W1, W2 and D1-D4 in experiments/README.md, written before any run of this file.
 Measured: part swin, 2026-12-02 on 2 CPU cores (AMD EPYC family 25 model 17), 380-416 s per 1,200-step
 run and 1,008-1,091 s per 55k run (3,438 steps), ~110 minutes for all 13 (experiments/README.md, part
-6). Parts deit and deit_aug, measured at 550 and 1.7k on the same host: 307-368 s and 356-404 s per
-1,200-step run (the teacher's forward pass adds 1.32x the ViT's FLOPs but little time); ~90 and ~110
-minutes for all 13 of each (an estimate from those rates).
+6). Parts deit and deit_aug, all 26 runs on the same host type: 284-368 s and 290-404 s per 1,200-step
+run, 843-959 s per 55k run (the teacher's forward pass adds 1.32x the ViT's FLOPs but little time);
+~90 and ~95 minutes for all 13 of each. Results: D1 fails, D2 inconclusive, D3 holds, D4 fails.
 """
 import os
 
