@@ -3,6 +3,8 @@ labels, then the ViT fine-tuned from each encoder on N labelled images, under th
 
     vitjax sweep experiments/self_supervised.py:part=mae --workdir runs/self_supervised    # MAE pre-training
     vitjax sweep experiments/self_supervised.py:part=dino --workdir runs/self_supervised   # DINO pre-training
+    vitjax export runs/self_supervised/mae_pretrain --out experiments/results/self_supervised/pretrained/mae_pretrain.npz
+    vitjax export runs/self_supervised/dino_pretrain --out experiments/results/self_supervised/pretrained/dino_pretrain.npz
     vitjax sweep experiments/self_supervised.py:part=finetune --workdir runs/self_supervised  # both encoders, N labels
     vitjax eval --workdir runs/self_supervised/dino_pretrain --knn_only   # frozen features (and the MAE's)
     vitjax analyze --workdir runs/self_supervised/dino_pretrain --beside runs/data_scaling/vit_n55000_s0
@@ -31,7 +33,9 @@ Fine-tuning (part `finetune`, after both pre-trainings): the plain arm's ViT con
 (experiments/protocol.py: the same sizes, budgets, validation split, best-validation test accuracy and
 paired seeds, so each run pairs with the plain arm's ViT and BiT of the same size and seed), starting
 from the pre-trained encoder (`init_from`; the classifier head starts at zero, the learned position
-embedding from the encoder's table). Sizes 550, 1.7k, 5.5k and 55k (17k left out to fit the part into
+embedding from the encoder's table). The encoders come from the committed exports above (the MAE's
+encoder, the DINO teacher's backbone; each loads exactly as its run directory would): run directories
+do not outlive a session here, and the fine-tuning runs span sessions. Sizes 550, 1.7k, 5.5k and 55k (17k left out to fit the part into
 ~2 hours): 11 runs per encoder.
 
 Expected: not measured; the pre-trainings are estimated from token counts at ~1 hour (MAE) and ~2 hours
@@ -57,13 +61,14 @@ def pretrain_name(method: str) -> str:
 
 
 def get_runs(arg=None):
-    """`part` picks the runs; `pretrained` is the directory holding the pre-training runs (the finetune
-    part's --workdir by default, as the commands above use one workdir for all three parts)."""
-    arg = parse_arg(arg, part="finetune", pretrained="runs/self_supervised")
+    """`part` picks the runs; `pretrained` is the directory holding the pre-trainings' exports
+    (`<method>_pretrain.npz`, written by the commands above)."""
+    arg = parse_arg(arg, part="finetune", pretrained="experiments/results/self_supervised/pretrained")
     if arg.part not in PARTS:
         raise ValueError(f"part={arg.part!r}; the parts are {', '.join(PARTS)}")
     if arg.part in PRETRAIN:
         return [(pretrain_name(arg.part), PRETRAIN[arg.part], {"seed": PRETRAIN_SEED})]
+    encoder = {method: os.path.join(arg.pretrained, f"{pretrain_name(method)}.npz") for method in PRETRAIN}
     return [(f"{method}_ft_n{size}_s{seed}", "configs/fashion_mnist/vit.py",
-             {**_protocol.overrides(size, seed), "init_from": os.path.join(arg.pretrained, pretrain_name(method))})
+             {**_protocol.overrides(size, seed), "init_from": encoder[method]})
             for size in SIZES for seed in _protocol.seeds(size) for method in PRETRAIN]

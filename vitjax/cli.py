@@ -137,15 +137,19 @@ def _export(args):
     """A checkpoint's evaluated parameters as an official-layout .npz, and the flags that load it."""
     from vitjax import rundir
     from vitjax.config import override_flags, teacher_overrides
-    from vitjax.interop import npz
+    from vitjax.interop import npz, pretrained
     try:
         params = rundir.read_checkpoint_params(args.checkpoint)
         config = rundir.load_config(rundir.locate(args.checkpoint).run_dir)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax export: error: {error}")
     path = npz.save(args.out, params)
-    print(f"wrote {path}; as a distillation teacher: --config.distillation.teacher={path} "
-          f"{' '.join(override_flags(teacher_overrides(config.model_name, config.model)))}")
+    if pretrained.is_pretraining(params):
+        print(f"wrote {path}; to fine-tune its encoder as a ViT classifier of its dimensions: "
+              f"--config.init_from={path}")
+    else:
+        print(f"wrote {path}; as a distillation teacher: --config.distillation.teacher={path} "
+              f"{' '.join(override_flags(teacher_overrides(config.model_name, config.model)))}")
 
 
 def _data(args):

@@ -87,3 +87,13 @@ def test_dino_trains_through_the_cli_logs_its_monitors_and_resumes_bit_exactly(t
     assert not np.array_equal(teacher["embedding"]["kernel"], state["params"]["embedding"]["kernel"])
     np.testing.assert_array_equal(loaded["embedding"]["kernel"], teacher["embedding"]["kernel"])
     assert "dino_head" not in loaded and float(np.abs(loaded["head"]["kernel"]).max()) == 0
+
+
+def test_an_exported_dino_run_loads_as_the_run_does(trained_tiny_dino_run, tmp_path, capsys):
+    """`vitjax export` of a DINO run writes its teacher; that .npz (which outlives the run directory)
+    gives init_from the same backbone as the run."""
+    out = str(tmp_path / "dino.npz")
+    cli.main(["export", trained_tiny_dino_run, "--out", out])
+    assert f"--config.init_from={out}" in capsys.readouterr().out
+    vit = models.build("vit", 4, patch_size=4, width=32, depth=1, num_heads=2, mlp_dim=64)
+    _assert_same(pretrained.load(out, vit, (16, 16, 3)), pretrained.load(trained_tiny_dino_run, vit, (16, 16, 3)))

@@ -11,7 +11,8 @@ import pytest
 from flax import traverse_util
 
 from tests.train import tiny_config
-from vitjax import cli, rundir
+from vitjax import cli, models, rundir
+from vitjax.interop import pretrained
 from vitjax.models import posemb
 from vitjax.train import trainer
 
@@ -94,6 +95,21 @@ def test_init_from_an_mae_run_loads_its_encoder_into_a_vit_classifier(mae_run, t
     np.testing.assert_allclose(table[1:], posemb.sincos_2d_mae((4, 4), 32), rtol=0, atol=1e-7)
     np.testing.assert_array_equal(vit["head/kernel"], 0.0)
     assert not [k for k in vit if k.startswith(("decoder", "mask_token"))]
+
+
+def test_an_exported_mae_run_loads_its_encoder_as_the_run_does(mae_run, tmp_path, capsys):
+    """`vitjax export` of an MAE run keeps its decoder beside the encoder; init_from takes the encoder
+    from that .npz (which outlives the run directory) exactly as from the run."""
+    workdir, _ = mae_run
+    out = str(tmp_path / "mae.npz")
+    cli.main(["export", workdir, "--out", out])
+    assert f"--config.init_from={out}" in capsys.readouterr().out
+    vit = models.build("vit", 4, patch_size=4, width=32, depth=1, num_heads=2, mlp_dim=64)
+    from_run = _flat(pretrained.load(workdir, vit, (16, 16, 3)))
+    from_file = _flat(pretrained.load(out, vit, (16, 16, 3)))
+    assert from_run.keys() == from_file.keys() and "Transformer/posembed_input/pos_embedding" in from_file
+    for key, value in from_run.items():
+        np.testing.assert_array_equal(from_file[key], value, err_msg=key)
 
 
 def test_analyze_draws_the_runs_reconstructions(mae_run, tmp_path, capsys):

@@ -238,7 +238,7 @@ def test_self_supervised_sweep_pretrains_without_labels_then_fine_tunes_under_th
             for r in sweep.runs}
     assert len(runs) == len(sweep.runs) == 22
     for (method, size, seed), c in runs.items():
-        assert c["init_from"] == f"/pre/{method}_pretrain" and c["objective"] == "supervised"
+        assert c["init_from"] == f"/pre/{method}_pretrain.npz" and c["objective"] == "supervised"
         mine = {k: v for k, v in c.items() if k != "init_from"}
         assert mine == {k: v for k, v in plain[size, seed].items() if k != "init_from"}  # the paired plain run
     assert sorted({n for _, n, _ in runs}) == [550, 1_700, 5_500, 55_000]

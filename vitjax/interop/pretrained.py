@@ -9,10 +9,24 @@ An MAE run (its parameters hold the decoder's `decoder_pred`) gives its encoder 
 parameters (`vitjax.models.mae.encoder_params` with the target ViT's pool and posemb): a ViT with a
 learned position embedding starts from MAE's fixed sin-cos table on its own grid, as the official
 fine-tuning does, and one with `posemb='sincos2d_mae'` keeps that table; the ViT's head is new.
+A DINO run gives its teacher's backbone (its projection head has no place in a classifier). The .npz
+that `vitjax export` writes of either run loads as the run does: run directories do not outlive a
+session on every machine, and a committed .npz of a pre-trained encoder does.
 """
+from flax import traverse_util
+
 from vitjax import rundir, storage
 from vitjax.interop import npz
 from vitjax.models import mae
+
+# Top-level parameters that only a label-free pre-training has: the MAE's pixel decoder, DINO's head.
+_PRETRAINING_ONLY = ("decoder_pred", "dino_head")
+
+
+def is_pretraining(params_or_keys) -> bool:
+    """Whether a parameter tree (or its flat '/'-joined keys) is an MAE's or a DINO's: a network that
+    fine-tunes through init_from rather than classifying."""
+    return any(str(key).split("/")[0] in _PRETRAINING_ONLY for key in params_or_keys)
 
 
 def load(path: str, model, image_shape, *, what: str = "init_from") -> dict:
@@ -23,19 +37,21 @@ def load(path: str, model, image_shape, *, what: str = "init_from") -> dict:
         raise FileNotFoundError(f"{what}={path!r} does not exist")
     height, width, channels = image_shape
     if path.endswith(".npz"):
-        source = path
+        arrays = npz.read(path)
+        if not is_pretraining(arrays):
+            return npz.load(path, model, image_size=(height, width), channels=channels)
+        params = traverse_util.unflatten_dict(npz.from_official(arrays)[1], sep="/")
     else:
         try:
             params = rundir.read_checkpoint_params(path)
         except FileNotFoundError as error:
             raise FileNotFoundError(f"{what}: {error}, or an official .npz file") from None
-        if "decoder_pred" in params:
-            params = _mae_encoder(params, model, (height, width), f"{what}={path!r}")
-        # A DINO run's backbone is the ViT's own tree; its projection head has no place in a classifier,
-        # whose head then starts afresh (vitjax/models/dino.py).
-        params = {k: v for k, v in params.items() if k != "dino_head"}
-        source = npz.to_official(params)
-    return npz.load(source, model, image_size=(height, width), channels=channels)
+    if "decoder_pred" in params:
+        params = _mae_encoder(params, model, (height, width), f"{what}={path!r}")
+    # A DINO run's backbone is the ViT's own tree; its projection head has no place in a classifier,
+    # whose head then starts afresh (vitjax/models/dino.py).
+    params = {k: v for k, v in params.items() if k != "dino_head"}
+    return npz.load(npz.to_official(params), model, image_size=(height, width), channels=channels)
 
 
 def _mae_encoder(params, model, image_size, source: str) -> dict:
