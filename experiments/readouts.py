@@ -265,22 +265,29 @@ def deit_arm(deit, deit_aug, plain) -> dict:
 
 
 def pretrained_with(rows, method) -> list:
-    """The fine-tuning rows that started from `method`'s pre-training (init_from .../<method>_pretrain)."""
-    return [r for r in rows if os.path.basename(os.path.normpath(
-        str(r.get("config", {}).get("init_from") or ""))) == f"{method}_pretrain"]
+    """The fine-tuning rows that started from `method`'s pre-training: init_from names its run directory
+    (.../<method>_pretrain) or its export (.../<method>_pretrain.npz)."""
+    def source(row):
+        path = os.path.basename(os.path.normpath(str(row.get("config", {}).get("init_from") or "")))
+        return path.removesuffix(".npz")
+
+    return [r for r in rows if source(r) == f"{method}_pretrain"]
 
 
 def self_supervised_arm(finetune, plain) -> dict:
-    """U1-U3 from experiments/self_supervised.py:part=finetune's table against the plain arm."""
+    """U1-U3 from experiments/self_supervised.py:part=finetune's table against the plain arm; each
+    method's read-outs once its runs at the sizes they need are in."""
     found = {}
     for u, method in (("U1", "mae"), ("U2", "dino")):
         tuned = pretrained_with(finetune, method)
+        if not all(finished_any(tuned, train_size=n) for n in SMALLEST):
+            continue
+        small = [(1 / len(SMALLEST), difference(tuned, "vit", plain, "vit", n)) for n in SMALLEST]
         found[u] = {**decide(combine([(1 / len(SMALLEST), difference(tuned, "vit", plain, "bit", n))
                                       for n in SMALLEST])), "method": method}
-    for method in ("mae", "dino"):
-        tuned = pretrained_with(finetune, method)
-        small = [(1 / len(SMALLEST), difference(tuned, "vit", plain, "vit", n)) for n in SMALLEST]
-        found[f"U3_{method}"] = decide(combine(small + [(-1, difference(tuned, "vit", plain, "vit", 55_000))]))
+        if finished_any(tuned, train_size=55_000):
+            found[f"U3_{method}"] = decide(combine(
+                small + [(-1, difference(tuned, "vit", plain, "vit", 55_000))]))
     return found
 
 

@@ -191,11 +191,11 @@ def test_swin_and_deit_read_outs_pair_with_the_plain_arm():
     assert readouts.deit_arm([], deit_aug, plain).keys() == {"D4"}
 
 
-def _fine_tuned(method, accs):
-    """A ViT fine-tuned from `method`'s pre-training (init_from .../<method>_pretrain) at seeds 0, 1."""
+def _fine_tuned(method, accs, init_from="experiments/results/self_supervised/pretrained/{}_pretrain.npz"):
+    """A ViT fine-tuned from `method`'s pre-training (its export, or `init_from`) at seeds 0, 1."""
     rows = _family_rows("vit", accs)
     for r in rows:
-        r["config"] = {**r["config"], "init_from": f"runs/self_supervised/{method}_pretrain"}
+        r["config"] = {**r["config"], "init_from": init_from.format(method)}
     return rows
 
 
@@ -209,6 +209,18 @@ def test_label_free_read_outs_pair_each_encoders_fine_tuning_with_the_plain_arm(
     assert found["U2"]["q"] == pytest.approx(-2.5) and found["U2"]["verdict"] == "fails"
     assert found["U3_mae"]["q"] == pytest.approx(7.5)  # lifts 10 and 7 points at <= 1.7k, 1 at 55k
     assert found["U3_dino"]["q"] == pytest.approx(3.5) and found["U3_dino"]["verdict"] == "holds"
+
+
+def test_label_free_read_outs_wait_for_their_runs_and_know_a_run_directory_as_the_source():
+    plain = _family_rows("vit", {550: 0.60, 1_700: 0.70, 55_000: 0.88}) + \
+        _family_rows("bit", {550: 0.66, 1_700: 0.75, 55_000: 0.91})
+    mae_small = _fine_tuned("mae", {550: 0.70, 1_700: 0.77}, init_from="runs/self_supervised/{}_pretrain/")
+    assert readouts.self_supervised_arm(mae_small, plain).keys() == {"U1"}
+    assert readouts.self_supervised_arm(mae_small, plain)["U1"]["q"] == pytest.approx(3.0)
+    other = _fine_tuned("mae", {550: 0.70, 1_700: 0.77}, init_from="runs/other/mae_pretrain_v2.npz")
+    assert readouts.self_supervised_arm(other, plain) == {}  # not this study's encoder
+    dino_all = _fine_tuned("dino", {550: 0.64, 1_700: 0.72, 55_000: 0.875})
+    assert readouts.self_supervised_arm(mae_small + dino_all, plain).keys() == {"U1", "U2", "U3_dino"}
 
 
 def _knn_file(run_dir, size, seed, accuracy):
