@@ -35,8 +35,8 @@ paired seeds, so each run pairs with the plain arm's ViT and BiT of the same siz
 from the pre-trained encoder (`init_from`; the classifier head starts at zero, the learned position
 embedding from the encoder's table). The encoders come from the committed exports above (the MAE's
 encoder, the DINO teacher's backbone; each loads exactly as its run directory would): run directories
-do not outlive a session here, and the fine-tuning runs span sessions. Sizes 550, 1.7k, 5.5k and 55k (17k left out to fit the part into
-~2 hours): 11 runs per encoder.
+do not outlive a session here, and the fine-tuning runs span sessions. Sizes 550, 1.7k, 5.5k and
+55k (17k left out to fit the part into ~2 hours): 11 runs per encoder.
 
 Expected (2 CPU cores): the MAE pre-training took 1,003 s (2026-12-03; 1,069 s alone the day before);
 DINO's ~3 hours at ~230 img/s (measured on its first 12,400 steps), more than the ~2 hours its token
