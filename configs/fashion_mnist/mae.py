@@ -5,14 +5,14 @@ r"""MAE pre-training of the default Fashion-MNIST ViT (configs/fashion_mnist/vit
     vitjax train --config configs/fashion_mnist/vit.py --workdir runs/fashion_mnist_mae_ft \
         --config.init_from=runs/fashion_mnist_mae               # fine-tune the encoder as a classifier
 Expected (measured 2026-12-03 on 2 CPU cores, seed 0, as experiments/self_supervised.py:part=mae runs
-it): 8,594 steps (20 epochs of the 55,000 images, batch 128) in 1,003 s at ~1,150 img/s (a 3-minute
-test run shared the cores; an earlier run alone took 1,069 s); validation reconstruction loss 0.428 /
-0.396 / 0.378 / 0.370 at steps 2k / 4k / 6k / 8k and 0.3699 at the last (best) step, test loss
-0.3704: lower at every evaluation, so a longer schedule is the first thing to try. The
-frozen encoder's CLS feature in the weighted k-NN (k=20, T=0.07, the 55k training images as memory
-bank, `vitjax eval --knn_only`): top-1 84.04%, top-5 99.30%. Fine-tuned on N labelled images (configs/fashion_mnist/vit.py with
-init_from, the data-scaling protocol's 1,200 steps, test accuracy at best validation, seeds 0-2):
-79.06 ± 0.53% at 550 and 83.09 ± 0.60% at 1.7k, against 63.69 and 74.23 for the ViT from scratch
+it): 8,594 steps (20 epochs of the 55,000 images, batch 128) in 1,003 s at ~1,150 img/s (a 3-minute test
+run shared the cores; an earlier run alone took 1,069 s); validation reconstruction loss 0.428 / 0.396 /
+0.378 / 0.370 at steps 2k / 4k / 6k / 8k and 0.3699 at the last (best) step, test loss 0.3704: lower at
+every evaluation, so a longer schedule is the first thing to try. The frozen encoder's CLS feature in
+the weighted k-NN (k=20, T=0.07, the 55k training images as memory bank, `vitjax eval --knn_only`):
+top-1 84.04%, top-5 99.30%. Fine-tuned on N labelled images (configs/fashion_mnist/vit.py with
+init_from, the data-scaling protocol's 1,200 steps, test accuracy at best validation, seeds 0-2): 79.06
+± 0.53% at 550 and 83.09 ± 0.60% at 1.7k, against 63.69 and 74.23 for the ViT from scratch
 (experiments/README.md, Part 7; results and reconstructions in experiments/results/self_supervised/).
 
 The model, from jax.eval_shape (parameters) and XLA's cost analysis of the compiled forward pass of
