@@ -40,8 +40,8 @@ do not outlive a session here, and the fine-tuning runs span sessions. Sizes 550
 
 Expected (2 CPU cores): the MAE pre-training took 1,003 s (2026-12-03; 1,069 s alone the day before);
 DINO's ~3 hours at ~230 img/s (measured on its first 12,400 steps), more than the ~2 hours its token
-count suggested. The fine-tuning part: the plain arm's ViT runs, ~110 s each up to 17k and ~275 s at
-55k when alone, so ~50 minutes for the 22 runs.
+count suggested. The fine-tuning part: 200-224 s per 1,200-step run alone (measured 2026-12-03 at 550
+and 1.7k), so ~1 hour 45 minutes for the 22 runs with the four 55k runs' 3,438 steps: two sessions' parts.
 """
 import os
 
