@@ -3,6 +3,8 @@
 The Agg backend is selected on import so figures render on headless machines (and in tests) without
 a display; nothing here computes statistics, it only draws arrays produced elsewhere.
 """
+import textwrap
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -265,12 +267,13 @@ def cls_segmentation(scores: dict[str, dict], examples: dict, path: str, *, titl
     ax.set_ylabel("Jaccard index with the object's patches")
     ax.set_ylim(0, 1)
     ax.legend(fontsize=7, loc="upper left")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(textwrap.fill(title, 80), fontsize=9)
     axes = right.subplots(count, 2 + len(labels), squeeze=False)
     for row, image in enumerate(examples["images"]):
         panels = [("Input", displayable(image)), ("Object patches", examples["objects"][row])]
-        panels += [(f"{label}\nbest head {scores[label]['best_head'] + 1}", examples["masks"][label][row])
-                   for label in labels]
+        # Model labels run long ("Initialised (seed 0, untrained)"): wrapped to the panel's width.
+        panels += [(f"{textwrap.fill(label, 18)}\nbest head {scores[label]['best_head'] + 1}",
+                    examples["masks"][label][row]) for label in labels]
         for column, (name, picture) in enumerate(panels):
             axes[row, column].imshow(picture, cmap="gray", interpolation="nearest", vmin=0, vmax=1)
             _bare(axes[row, column], name if row == 0 else None)
