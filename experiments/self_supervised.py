@@ -7,7 +7,8 @@ labels, then the ViT fine-tuned from each encoder on N labelled images, under th
     vitjax export runs/self_supervised/dino_pretrain --out experiments/results/self_supervised/pretrained/dino_pretrain.npz
     vitjax sweep experiments/self_supervised.py:part=finetune --workdir runs/self_supervised  # both encoders, N labels
     vitjax eval --workdir runs/self_supervised/dino_pretrain --knn_only   # frozen features (and the MAE's)
-    vitjax analyze --workdir runs/self_supervised/dino_pretrain --beside runs/data_scaling/vit_n55000_s0
+    vitjax analyze --workdir runs/self_supervised/dino_pretrain --beside runs/data_scaling/vit_n55000_s0 \
+        --num_images 256                                                  # U5's 256 test images
     vitjax plot runs/self_supervised --out experiments/results/self_supervised
 
 U4's k-NN on N labels, for N in 550 and 1700 and seed S in 0 1 2: the DINO teacher's, and the plain arm's
