@@ -27,7 +27,7 @@ The read-outs it tests (U1-U5) are pre-registered in experiments/README.md, Part
 
 Pre-training (parts `mae` and `dino`, one run each): configs/fashion_mnist/{mae,dino}.py as they stand
 (20 and 50 epochs of the 55,000 training images, the 5,000 validation images held out as in every study
-run, labels unused), seed 0. One pre-training seed: its cost (~20 minutes and ~3 hours on 2 cores)
+run, labels unused), seed 0. One pre-training seed: its cost (~17 minutes and ~3.5 hours on 2 cores)
 is the reason; the fine-tuning seeds below vary the labelled subset and the head, not the encoder.
 
 Fine-tuning (part `finetune`, after both pre-trainings): the plain arm's ViT config and protocol
@@ -40,8 +40,8 @@ do not outlive a session here, and the fine-tuning runs span sessions. Sizes 550
 55k (17k left out to fit the part into ~2 hours): 11 runs per encoder.
 
 Expected (2 CPU cores): the MAE pre-training took 1,003 s (2026-12-03; 1,069 s alone the day before);
-DINO's ~3 hours at ~230 img/s (measured on its first 12,400 steps), more than the ~2 hours its token
-count suggested. The fine-tuning part: 200-224 s per 1,200-step run alone (measured 2026-12-03 at 550
+DINO's 12,682 s (3.5 hours, in three resumed segments, 200-255 img/s alone), more than the ~2 hours
+its token count suggested. The fine-tuning part: 200-224 s per 1,200-step run alone (measured 2026-12-03 at 550
 and 1.7k), so ~1 hour 45 minutes for the 22 runs with the four 55k runs' 3,438 steps: two sessions' parts.
 """
 import os
