@@ -123,3 +123,15 @@ def test_analyze_draws_the_runs_reconstructions(mae_run, tmp_path, capsys):
     assert set(summary["numbers"]["mae_reconstructions"]) == {"trained", "init", "note"}
     # Trained for 20 steps, the MAE reconstructs the masked patches better than at its initialisation.
     assert summary["numbers"]["mae_reconstructions"]["trained"] < summary["numbers"]["mae_reconstructions"]["init"]
+
+
+def test_the_few_shot_probe_reads_the_frozen_encoder_of_an_mae_run(mae_run, capsys):
+    """An MAE checkpoint has no classifier head: the probe takes the encoder's CLS feature, as the
+    k-NN does, rather than refusing the run."""
+    workdir, _ = mae_run
+    cli.main(["eval", "--workdir", workdir, "--fewshot_only", "--shots", "1,2", "--fewshot_seeds", "1",
+              "--fewshot_max_test", "64"])
+    with open(os.path.join(workdir, "fewshot.json")) as f:
+        result = json.load(f)
+    assert result["feature_dim"] == 32 and result["test_examples"] == 64  # the tiny encoder's width
+    assert all(0.0 <= result[f"{k}shot"] <= 1.0 for k in (1, 2))

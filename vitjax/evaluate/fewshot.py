@@ -176,7 +176,8 @@ def fewshot_workdir(workdir: str, checkpoint: str | None = None, *, shots=DEFAUL
     'test_split': 'validation'} to probe an ImageNet-21k model on ImageNet-1k as the paper does; the
     probe data's pp_eval must give the model's input size.
     """
-    from vitjax import data, models, rundir
+    from vitjax import data, rundir
+    from vitjax.evaluate import features as features_lib
 
     start = time.time()
     if probe not in PROBES:
@@ -186,18 +187,16 @@ def fewshot_workdir(workdir: str, checkpoint: str | None = None, *, shots=DEFAUL
         raise ValueError(f"few-shot needs shots >= 1 and seeds >= 1, got shots={shots}, seeds={seeds}")
     run_dir = rundir.locate(workdir).run_dir
     config = rundir.load_config(run_dir)
-    params = rundir.read_checkpoint_params(checkpoint or workdir)
-    if "head" not in params:
-        raise ValueError("the checkpoint has no 'head' parameters; cannot tell the model's number of classes")
-    # float32 whatever the run trained in: a least-squares fit should not see bfloat16 rounding.
-    model = models.build(config.model_name, int(np.shape(params["head"]["kernel"])[-1]), dtype="float32",
-                         **config.model.to_dict())
-    features = feature_fn(model)
-    batch_size = batch_size or config.eval_batch_size
-
     probe_data = {**config.data.to_dict(), **(data_overrides or {})}
     probe_data.update(train_size=None, class_balanced=False)  # the whole train split, see the module docstring
     num_classes = data.get_info(probe_data).num_classes
+    # The frozen features of any run, as the k-NN takes them: a classifier's pre-logits, an MAE's
+    # encoder, a DINO backbone; in float32, so the least-squares fit sees no bfloat16 rounding.
+    model, params = features_lib.feature_model(
+        config, rundir.read_checkpoint_params(checkpoint or workdir), num_classes)
+    features = feature_fn(model)
+    batch_size = batch_size or config.eval_batch_size
+
     # A pool of a few times the largest k per class, so that the seeds draw different k-shot sets.
     per_class = max(4 * shots[-1], shots[-1] + 10)
     pool = collect(features, params, data.eval_batches(probe_data, split="train", global_batch_size=batch_size),
