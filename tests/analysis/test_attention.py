@@ -123,3 +123,31 @@ def test_maps_upsample_to_one_constant_cell_per_token():
     for r, c in itertools.product(range(GRID[0]), range(GRID[1])):
         cell = pixels[..., r * PATCH:(r + 1) * PATCH, c * PATCH:(c + 1) * PATCH]
         np.testing.assert_array_equal(cell, np.broadcast_to(maps[..., r, c, None, None], cell.shape))
+
+
+def test_distance_figure_tells_each_control_apart(tmp_path):
+    """Two controls (initialised, supervised) beside a trained model: each has its own look and column."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from vitjax.analysis import figures
+
+    layers, heads = 3, 2
+    distances = {"trained": np.full((layers, heads), 5.0), "init": np.full((layers, heads), 9.0),
+                 "supervised": np.full((layers, heads), 7.0)}
+    captured = []
+    original_save = figures._save
+    figures._save = lambda fig, path: captured.append(fig) or original_save(fig, path)
+    try:
+        path = figures.attention_distance(distances, str(tmp_path / "distance.png"), uniform_distance=10.0)
+    finally:
+        figures._save = original_save
+    assert (tmp_path / "distance.png").exists() and path.endswith("distance.png")
+    ax = captured[0].axes[0]
+    by_label = {c.get_label(): c for c in ax.collections}
+    init, supervised = by_label["init: every head"], by_label["supervised: every head"]
+    assert not np.allclose(init.get_facecolor(), supervised.get_facecolor()) or \
+        init.get_paths()[0] != supervised.get_paths()[0]
+    columns = [np.unique(np.round(c.get_offsets()[:, 0] % 1, 6)) for c in (init, supervised)]
+    assert len(columns[0]) == len(columns[1]) == 1 and columns[0][0] != columns[1][0]
+    plt.close("all")

@@ -68,19 +68,22 @@ def attention_distance(distances: dict[str, np.ndarray], path: str, *, uniform_d
     """Each head's mean attention distance against its layer (paper Fig. 7 right).
 
     `distances` maps a label to [layers, heads]: the first (the trained model) is drawn one colour a
-    head, the rest (controls) as grey dots beside it, so a reader sees whether training moved the heads.
+    head, the rest (controls) in greys beside it, each control its own marker, shade and column, so a
+    reader sees whether training moved the heads and which control a dot belongs to.
     """
     (label, trained), *controls = distances.items()
     layers, heads = trained.shape
     x = np.arange(1, layers + 1)
-    shift = 0.15 if controls else 0.0  # trained dots left of the layer, controls right of it
+    # One column per model inside each layer's slot: trained leftmost, controls to its right.
+    offsets = np.linspace(-0.2, 0.2, len(controls) + 1) if controls else np.zeros(1)
     fig, ax = plt.subplots(figsize=(6.5, 4.5), layout="constrained")
-    for control_label, control in controls:
-        ax.scatter(np.repeat(x + shift, heads), control.ravel(), s=18, color="0.65",
-                   label=f"{control_label}: every head")
+    control_styles = [dict(color="0.25", marker="x"), dict(color="0.6", marker="^"), dict(color="0.45", marker="s")]
+    for i, (control_label, control) in enumerate(controls):
+        ax.scatter(np.repeat(x + offsets[i + 1], heads), control.ravel(), s=18,
+                   label=f"{control_label}: every head", **control_styles[i % len(control_styles)])
     colours = plt.get_cmap("tab20")(np.arange(heads) % 20)
     for head in range(heads):
-        ax.scatter(x - shift, trained[:, head], s=18, color=colours[head],
+        ax.scatter(x + offsets[0], trained[:, head], s=18, color=colours[head],
                    label=(f"{label}, head {head + 1}" if heads <= 16 else (label if head == 0 else None)))
     if uniform_distance is not None:
         ax.axhline(uniform_distance, color="black", linestyle="--", linewidth=1, label="uniform attention")

@@ -276,12 +276,14 @@ def attention_sections(model, variants, images, out, *, num_show=NUM_SHOW) -> tu
 
 # --- Whole analyses -----------------------------------------------------------------------------
 
-def analyze(model, params, images, out: str, *, init_params=None, init_label: str = "Initialised",
-            image_shape=None, images_note: str | None = None, num_show: int = NUM_SHOW, beside=()) -> dict:
+def analyze(model, params, images, out: str, *, label: str = "Trained", init_params=None,
+            init_label: str = "Initialised", image_shape=None, images_note: str | None = None,
+            num_show: int = NUM_SHOW, beside=()) -> dict:
     """Every analysis that applies to `model` with `params`, written into `out`.
 
-    `init_params` (the same architecture at initialisation, see control.py) are analysed beside the
-    trained ones in every figure and table; without them the figures show the trained model alone.
+    `label` titles the analysed model's panels. `init_params` (the same architecture at
+    initialisation, see control.py) are analysed beside the trained ones in every figure and table;
+    without them the figures show the trained model alone.
     `images` [n, H, W, C] (preprocessed as for evaluation) feed the attention figures; without them
     (None, or empty) those are skipped, with `images_note` as the reason. `image_shape` (H, W, C)
     sets the patch grid when no images are given. `beside`: Variants of other runs (their own `model`,
@@ -289,7 +291,7 @@ def analyze(model, params, images, out: str, *, init_params=None, init_label: st
     Returns {'out', 'written': {name: [paths]}, 'skipped': {name: reason}, 'meta': {...},
     'numbers': {name: the summary numbers, per model}}.
     """
-    variants = [Variant(TRAINED, "Trained", _host(params))]
+    variants = [Variant(TRAINED, label, _host(params))]
     if init_params is not None:
         variants.append(Variant(INIT, init_label, _host(init_params)))
     if _writes():
@@ -404,7 +406,7 @@ def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None
     init_params, control_meta = (_init_control(config, model, params, image_shape) if init_control
                                  else (None, {"skipped": "--no_init_control"}))
     result = analyze(model, params, images, out or rundir.file_path(run_dir, rundir.ANALYSIS), images_note=note,
-                     image_shape=image_shape, init_params=init_params,
+                     image_shape=image_shape, label=_run_label(run_dir, config), init_params=init_params,
                      init_label=f"Initialised (seed {control.seed_of(config)}, untrained)",
                      beside=[_beside_variant(beside, image_shape)] if beside else [])
     result["meta"].update(workdir=run_dir, checkpoint=checkpoint, requested_images=num_images,
@@ -434,8 +436,12 @@ def _beside_variant(workdir: str, image_shape) -> Variant:
             raise ValueError(f"--beside {workdir}: its parameters do not fit the analysed run's images of shape "
                              f"{tuple(image_shape)} (another channel count or image size); draw beside it a run "
                              f"trained on the same images") from None
-    objective = config.get("objective", "supervised")
-    return Variant(BESIDE, f"{os.path.basename(os.path.normpath(run_dir))} ({objective})", params, model)
+    return Variant(BESIDE, _run_label(run_dir, config), params, model)
+
+
+def _run_label(run_dir: str, config) -> str:
+    """A run's name and objective ('dino_pretrain (dino)'), so two runs in one figure cannot be confused."""
+    return f"{os.path.basename(os.path.normpath(run_dir))} ({config.get('objective', 'supervised')})"
 
 
 def _init_control(config, model, params, image_shape) -> tuple[dict | None, dict]:
