@@ -48,12 +48,12 @@ cli.use_compilation_cache()
 # A file missing here only loses its place.
 LONGEST_FILES = (
     "tests/parallel/test_scale_out.py", "tests/sweep/test_end_to_end.py", "tests/train/test_faults.py",
-    "tests/gcs/test_gcs_runs.py", "tests/analysis/test_run.py", "tests/objectives/test_dino_mesh.py",
+    "tests/objectives/test_objective_mesh.py", "tests/gcs/test_gcs_runs.py", "tests/analysis/test_run.py",
     "tests/parallel/test_preemption.py", "tests/parallel/test_multislice.py",
     "tests/sweep/test_seeds_end_to_end.py", "tests/train/test_runtime_options.py",
     "tests/parallel/test_checkpoint_agreement.py", "tests/objectives/test_mae_training.py",
     "tests/test_xla_cpu.py", "tests/sweep/test_transfer_end_to_end.py", "tests/bench/test_swin_bench.py",
-    "tests/bench/test_mae_bench.py", "tests/bench/test_xla_cpu_options.py",
+    "tests/bench/test_objective_bench.py", "tests/bench/test_xla_cpu_options.py",
 )
 
 

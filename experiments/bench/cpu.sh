@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CPU benchmarks of issue 6, each vitjax vs timm side by side in one process (alternating rounds),
 # plus the ViT-B/16 compile time, Swin-T beside timm's SwinTransformer and Swin-T's cost against image size
-# next to ViT-S/16's. Run on an otherwise idle machine; about 20 minutes on 2 cores.
+# next to ViT-S/16's, and the MAE and DINO train steps beside the supervised one of the same ViT. Run on an
+# otherwise idle machine; about 30 minutes on 2 cores.
 #
 #   experiments/bench/cpu.sh [--rounds 7 --seconds 2 ...]     # extra arguments go to every `vitjax bench`
 #
@@ -28,3 +29,14 @@ OUT=experiments/results/bench
 # Cost against image size: Swin-T and ViT-S/16 at 224, 448 and 896, forward FLOPs (XLA) and inference img/s
 # at batch 1, alternating in one process; ViT-S/16 at 896 (~320 GFLOPs per image) is counted, not timed.
 "$PYTHON" experiments/bench/swin_cost.py --rounds 5 --seconds 2 --out $OUT/cpu_swin_cost.json
+# The label-free objectives' train steps beside the supervised step of the same ViT (configs/fashion_mnist/
+# mae.py and dino.py train the default ViT's backbone), on one fixed batch: MAE (encoder on a quarter of the
+# patches, plus its decoder), DINO (2 global and 8 local crops through the student, 2 through the teacher).
+"$VITJAX" bench --config configs/fashion_mnist/mae.py --beside configs/fashion_mnist/vit.py --no_timm --no_infer \
+    --no_pipeline --out $OUT/cpu_fashion_mnist_mae_beside_vit.json "$@"
+"$VITJAX" bench --config configs/fashion_mnist/dino.py --beside configs/fashion_mnist/vit.py --no_timm --no_infer \
+    --no_pipeline --out $OUT/cpu_fashion_mnist_dino_beside_vit.json "$@"
+# ViT-Ti/4's MAE (a 2-block, 64-wide decoder) beside the same ViT-Ti/4's supervised step.
+"$VITJAX" bench --config configs/bench/mae.py:variant=Ti/4,res=28,channels=1,batch=128,decoder_width=64,decoder_depth=2,decoder_heads=4 \
+    --beside configs/bench/vit.py:variant=Ti/4,res=28,channels=1,batch=128 --no_timm --no_infer \
+    --no_pipeline --out $OUT/cpu_mae_ti4_28_b128_beside_vit.json "$@"

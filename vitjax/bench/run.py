@@ -87,9 +87,17 @@ def build_config(args):
     return config, apply_overrides(config, overrides)
 
 
-def _describe(model, image_shape, dtype) -> str:
+def _describe(model, image_shape, dtype, crops=None) -> str:
+    """One line naming what was timed; `crops` (a DINO run's multicrop.Crops) say how many views a step sees."""
     from vitjax import models
 
+    if isinstance(model, models.DINO):
+        size, patch = model.dims()
+        views = (f", 2 global crops of {crops.global_size} px and {crops.local_crops} local of {crops.local_size} px"
+                 if crops is not None else "")
+        return (f"DINO backbone width {size.width} depth {size.depth} heads {size.num_heads} patch {patch}, head "
+                f"{model.head_hidden_dim}-{model.head_bottleneck_dim}-{model.head_out_dim}{views}, "
+                f"{'x'.join(map(str, image_shape))}, {dtype}")
     if isinstance(model, models.Swin):
         size = model.dims()
         return (f"Swin embed {size.embed_dim} depths {size.depths} heads {size.num_heads} patch {model.patch_size} "
@@ -104,6 +112,14 @@ def _describe(model, image_shape, dtype) -> str:
     size, patch = model.dims()
     return (f"ViT width {size.width} depth {size.depth} heads {size.num_heads} mlp {size.mlp_dim} patch {patch}, "
             f"{'x'.join(map(str, image_shape))}, {dtype}, scan={model.scan}, remat={model.remat_policy}")
+
+
+def _dino_crops(config, plan):
+    """A DINO run's views as its trainer resolves them; None for the other objectives."""
+    if config.get("objective") != "dino":
+        return None
+    from vitjax.objectives import dino_config
+    return dino_config.check(config, plan.model, plan.info).crops
 
 
 def _machine(jax) -> dict:
@@ -153,7 +169,8 @@ def bench(args) -> dict:
 
     _log("compiling the vitjax train step ...")
     jm = jax_model.build(config, inference=not args.no_infer and not args.compile_only)
-    summary["model"] = {"description": _describe(jm.plan.model, jm.info["image_shape"], config.dtype),
+    summary["model"] = {"description": _describe(jm.plan.model, jm.info["image_shape"], config.dtype,
+                                                 _dino_crops(config, jm.plan)),
                         "params": jm.info["params"], "batch_size": config.batch_size}
     summary["jax"] = jm.info
     _log(f"compiled in {jm.info['compile_seconds']['train']:.1f}s")

@@ -1,6 +1,7 @@
-"""`vitjax bench` times an MAE's train step beside the same ViT's supervised step (--beside): on tiny
-shapes only, that it runs, writes the JSON with both workloads and their ratio, and that the bench
-configs pair an MAE with the ViT of the same encoder. No speed is checked: a test times nothing."""
+"""`vitjax bench` times an MAE's or a DINO's train step beside the same ViT's supervised step (--beside):
+on tiny shapes only, that it runs, writes the JSON with both workloads and their ratio, and that the
+configs the benches pair (configs/bench, configs/fashion_mnist) hold the same encoder. No speed is
+checked: a test times nothing."""
 import json
 import os
 
@@ -44,3 +45,30 @@ def test_the_bench_configs_pair_an_mae_with_the_vit_of_its_encoder():
     assert mae.model.dims() == vit.model.dims() and mae.info.image_shape == vit.info.image_shape
     assert (mae.model.decoder_width, mae.model.decoder_depth, mae.model.decoder_heads) == (512, 8, 16)
     assert type(mae.objective).__name__ == "MAE" and type(vit.objective).__name__ == "Supervised"
+
+
+def test_the_dino_step_is_timed_beside_the_vits(tmp_path):
+    out = tmp_path / "bench.json"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("VITJAX_XLA_CPU_DEFAULTS", "0")
+        cli.main(["bench", "--config", f"{TINY}:model=dino", "--beside", TINY, "--config.batch_size=8", "--no_timm",
+                  "--no_infer", "--no_pipeline", "--rounds", "1", "--seconds", "0.01", "--peak_size", "64",
+                  "--out", str(out)])
+    summary = json.loads(out.read_text())
+    beside = f"vitjax train [{TINY}]"
+    assert {"vitjax train", beside} <= set(summary["workloads"])
+    assert summary["ratios"][f"train vitjax/vitjax[{TINY}]"] > 0
+    # tiny_config's DINO: 2 local crops of 8 px beside the 16 px global ones
+    assert summary["model"]["description"].startswith("DINO backbone width 32 depth 1")
+    assert "2 global crops of 16 px and 2 local of 8 px" in summary["model"]["description"]
+
+
+@pytest.mark.parametrize("objective", ["mae", "dino"])
+def test_the_fashion_mnist_label_free_configs_train_the_default_vits_backbone(objective):
+    """experiments/bench/cpu.sh times configs/fashion_mnist/{mae,dino}.py beside vit.py: one backbone."""
+    configs = os.path.join(ROOT, "configs", "fashion_mnist")
+    label_free = trainer.plan(load_config(os.path.join(configs, f"{objective}.py")))
+    vit = trainer.plan(load_config(os.path.join(configs, "vit.py")))
+    assert label_free.model.dims() == vit.model.dims()
+    assert label_free.info.image_shape == vit.info.image_shape
+    assert type(label_free.objective).__name__ == objective.upper()
