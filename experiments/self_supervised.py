@@ -41,8 +41,11 @@ do not outlive a session here, and the fine-tuning runs span sessions. Sizes 550
 
 Expected (2 CPU cores): the MAE pre-training took 1,003 s (2026-12-03; 1,069 s alone the day before);
 DINO's 12,682 s (3.5 hours, in three resumed segments, 200-255 img/s alone), more than the ~2 hours
-its token count suggested. The fine-tuning part: 200-224 s per 1,200-step run alone (measured 2026-12-03 at 550
-and 1.7k), so ~1 hour 45 minutes for the 22 runs with the four 55k runs' 3,438 steps: two sessions' parts.
+its token count suggested. The fine-tuning part (measured 2026-12-03): 197-224 s per 1,200-step run
+alone at 550 and 1.7k (226-241 s at 5.5k with test runs beside them), 532-565 s per 3,438-step run at
+55k: ~1 hour 45 minutes for the 22 runs. Test accuracy at best validation (%, 550 / 1.7k / 5.5k / 55k):
+MAE 79.06 / 83.09 / 86.06 / 91.13, DINO 71.45 / 78.64 / 83.16 / 89.75 (U1-U3 hold, U4 fails, U5
+inconclusive: experiments/README.md, Part 7).
 """
 import os
 
