@@ -13,8 +13,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def _run(model, devices, sharding):
-    out = subprocess.run([sys.executable, "-m", "tests.objectives.objective_mesh_worker", model, str(devices), sharding],
-                         cwd=ROOT, capture_output=True, text=True, timeout=900, check=True)
+    command = [sys.executable, "-m", "tests.objectives.objective_mesh_worker", model, str(devices), sharding]
+    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
