@@ -63,6 +63,10 @@ def posemb_similarity(similarities: dict[str, np.ndarray], path: str) -> str:
     return _save(fig, path)
 
 
+# The controls beside a trained model (initialised, another run): greys, told apart by marker and shade.
+CONTROL_STYLES = (dict(color="0.25", marker="x"), dict(color="0.6", marker="^"), dict(color="0.45", marker="s"))
+
+
 def attention_distance(distances: dict[str, np.ndarray], path: str, *, uniform_distance: float | None = None,
                        title: str = "Mean attention distance") -> str:
     """Each head's mean attention distance against its layer (paper Fig. 7 right).
@@ -77,10 +81,9 @@ def attention_distance(distances: dict[str, np.ndarray], path: str, *, uniform_d
     # One column per model inside each layer's slot: trained leftmost, controls to its right.
     offsets = np.linspace(-0.2, 0.2, len(controls) + 1) if controls else np.zeros(1)
     fig, ax = plt.subplots(figsize=(6.5, 4.5), layout="constrained")
-    control_styles = [dict(color="0.25", marker="x"), dict(color="0.6", marker="^"), dict(color="0.45", marker="s")]
     for i, (control_label, control) in enumerate(controls):
         ax.scatter(np.repeat(x + offsets[i + 1], heads), control.ravel(), s=18,
-                   label=f"{control_label}: every head", **control_styles[i % len(control_styles)])
+                   label=f"{control_label}: every head", **CONTROL_STYLES[i % len(CONTROL_STYLES)])
     colours = plt.get_cmap("tab20")(np.arange(heads) % 20)
     for head in range(heads):
         ax.scatter(x + offsets[0], trained[:, head], s=18, color=colours[head],

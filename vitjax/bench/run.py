@@ -114,14 +114,6 @@ def _describe(model, image_shape, dtype, crops=None) -> str:
             f"{'x'.join(map(str, image_shape))}, {dtype}, scan={model.scan}, remat={model.remat_policy}")
 
 
-def _dino_crops(config, plan):
-    """A DINO run's views as its trainer resolves them; None for the other objectives."""
-    if config.get("objective") != "dino":
-        return None
-    from vitjax.objectives import dino_config
-    return dino_config.check(config, plan.model, plan.info).crops
-
-
 def _machine(jax) -> dict:
     device = jax.devices()[0]
     return {"backend": jax.default_backend(), "device_kind": device.device_kind, "devices": jax.device_count(),
@@ -170,7 +162,7 @@ def bench(args) -> dict:
     _log("compiling the vitjax train step ...")
     jm = jax_model.build(config, inference=not args.no_infer and not args.compile_only)
     summary["model"] = {"description": _describe(jm.plan.model, jm.info["image_shape"], config.dtype,
-                                                 _dino_crops(config, jm.plan)),
+                                                 getattr(jm.plan.objective, "crops", None)),
                         "params": jm.info["params"], "batch_size": config.batch_size}
     summary["jax"] = jm.info
     _log(f"compiled in {jm.info['compile_seconds']['train']:.1f}s")
