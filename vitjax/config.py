@@ -80,7 +80,10 @@ def base() -> ml_collections.ConfigDict:
         name="adam", b1=0.9, b2=0.999, eps=1e-8, momentum=0.9, nesterov=False))
     c.lr = 1e-3
     c.end_lr = 0.0
-    c.schedule = "cosine"  # 'cosine' | 'linear' | 'constant', after a linear warmup
+    c.schedule = "cosine"  # 'cosine' | 'linear' | 'constant' | 'wsd', after a linear warmup
+    c.cooldown_fraction = 0.2  # 'wsd': the final share of the steps that decays linearly to end_lr
+    # 'wsd': a longer run of this config whose checkpoint at this run's cooldown start this run starts from
+    c.branch_from = ""  # (vitjax/train/branch.py: a ladder of budgets sharing one constant phase)
     c.weight_decay = 1e-4  # decoupled, on kernels only
     c.weight_decay_schedule = "constant"  # or 'cosine': from weight_decay to weight_decay_end over the run
     c.weight_decay_end = 0.0
@@ -125,6 +128,7 @@ def base() -> ml_collections.ConfigDict:
     c.eval_every_steps = 0  # 0: evaluate at the end only
     c.checkpoint_every_steps = 500
     c.keep_checkpoints = 3
+    c.keep_checkpoint_steps = ()  # steps also saved and never deleted: where shorter runs branch off
     return c
 
 

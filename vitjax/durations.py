@@ -35,3 +35,8 @@ def steps_of(config, prefix: str, *, num_train_examples: int, batch_size: int, r
     else:
         examples = int(value)
     return -(-examples // batch_size)  # a partial last batch is a step
+
+
+def cooldown_of(fraction: float, total_steps: int) -> int:
+    """The steps of a warmup-stable-decay run's final decay: round(fraction x total_steps)."""
+    return round(fraction * total_steps)

@@ -222,7 +222,7 @@ def same_value(a, b) -> bool:
 
 # Config keys that say how a run executes, not what it computes: they may change between attempts of
 # one run (add a compilation cache or a profiler window to resume with) and are never a difference.
-RUNTIME_KEYS = ("compilation_cache_dir", "profile_steps")
+RUNTIME_KEYS = ("compilation_cache_dir", "profile_steps", "keep_checkpoint_steps")
 
 
 def differing_keys(old: dict, new: dict) -> dict[str, tuple]:

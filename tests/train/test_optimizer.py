@@ -112,8 +112,38 @@ def test_schedule_whose_warmup_is_the_whole_run():
 
 
 def test_unknown_schedule_fails_naming_the_choices():
-    with pytest.raises(ValueError, match=r"unknown schedule 'step'; choose 'cosine', 'linear' or 'constant'"):
+    with pytest.raises(ValueError, match=r"unknown schedule 'step'; choose 'cosine', 'linear', 'constant' or 'wsd'"):
         optimizer.learning_rate_schedule(_config(schedule="step"), 10, 0)
+
+
+def reference_wsd(t, *, lr, end_lr, total, warmup, cooldown):
+    """Warmup-stable-decay: linear warmup, lr held, then a linear decay to end_lr over the last `cooldown` steps."""
+    if t < warmup:
+        return lr * t / warmup
+    start = total - cooldown
+    if t < start:
+        return lr
+    return lr + (end_lr - lr) * min(t - start, cooldown) / cooldown
+
+
+@pytest.mark.parametrize("total,fraction,cooldown", [(20, 0.2, 4), (50, 0.25, 12), (7, 0.3, 2)])
+@pytest.mark.parametrize("end_lr", [0.0, 1e-4])
+def test_wsd_holds_the_rate_then_decays_over_its_cooldown(total, fraction, cooldown, end_lr):
+    c = _config(schedule="wsd", lr=1e-3, end_lr=end_lr, cooldown_fraction=fraction)
+    assert optimizer.cooldown_steps(c, total) == cooldown  # round(fraction x total)
+    fn = optimizer.learning_rate_schedule(c, total, 3)
+    for t in range(total + 3):
+        expected = reference_wsd(t, lr=1e-3, end_lr=end_lr, total=total, warmup=3, cooldown=cooldown)
+        assert float(fn(t)) == pytest.approx(expected, rel=1e-5, abs=1e-10), t
+
+
+def test_wsd_runs_of_two_lengths_agree_until_the_shorter_ones_cooldown():
+    """What lets a ladder's shorter budgets branch off one long run (vitjax/train/branch.py)."""
+    c = _config(schedule="wsd", lr=1e-3, cooldown_fraction=0.2)
+    short, long = optimizer.learning_rate_schedule(c, 100, 10), optimizer.learning_rate_schedule(c, 400, 10)
+    assert [float(short(t)) for t in range(80)] == [float(long(t)) for t in range(80)]
+    assert float(short(80)) == float(long(80)) == pytest.approx(1e-3) and float(short(90)) < float(long(90))
+    assert optimizer.cooldown_steps(_config(schedule="cosine"), 100) == 0
 
 
 # --- The weight-decay mask -----------------------------------------------------------------------

@@ -52,6 +52,7 @@ def test_loss_falls_and_workdir_is_complete(trained):
     assert results["steps"] == 30 and results["examples_seen"] == 30 * 32
     assert results["train_flops"] > 0 and results["params"] > 0
     assert results["host"] == host.describe()  # its times compare only with runs on the same cpu
+    assert results["code"] == host.code() and len(results["code"]["source_sha256"]) == 64
     assert results["test_accuracy"] > 0.5  # 4 learnable classes: chance is 0.25
     # Without a validation split (data.val_size=0) there is no best step to report or keep.
     assert not {"best_step", "test_accuracy_at_best", "val_size"} & results.keys()

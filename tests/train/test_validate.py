@@ -35,7 +35,7 @@ def _set(config, key, value):
     ("grad_clip_norm", -1.0, "grad_clip_norm=-1.0: use 0 for no clipping"),
     ("label_smoothing", 1.0, "label_smoothing=1.0: use a value in [0, 1)"),
     ("warmup_steps", -5, "warmup_steps must be >= 0"),
-    ("schedule", "cosin", "schedule='cosin': choose 'cosine', 'linear' or 'constant'"),
+    ("schedule", "cosin", "schedule='cosin': choose 'cosine', 'linear', 'constant' or 'wsd'"),
     ("weight_decay_schedule", "linear", "weight_decay_schedule='linear': choose 'constant' or 'cosine'"),
     ("weight_decay_end", -0.4, "weight_decay_end=-0.4: use a rate >= 0"),
     ("optimizer.name", "adamm", "optimizer.name='adamm': choose 'adam', 'adamw' or 'sgd'"),

@@ -12,6 +12,8 @@ small sets train long enough to overfit (early stopping on the validation split 
 import dataclasses
 import math
 
+from vitjax.durations import cooldown_of
+
 
 @dataclasses.dataclass(frozen=True)
 class GrowingBudget:
@@ -38,3 +40,30 @@ class GrowingBudget:
     def describe(self) -> str:
         """The rule in words, for figure titles and tables."""
         return f"steps = max({self.min_steps:,}, {self.epochs:g} epochs) of batch {self.batch_size}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Ladder:
+    """Budgets of `multiples` x a GrowingBudget, trained as one warmup-stable-decay trunk of the longest
+    and a cooldown branched off it for each shorter one (vitjax/train/branch.py)."""
+
+    budget: GrowingBudget
+    multiples: tuple
+    cooldown_fraction: float = 0.2
+
+    def __post_init__(self):
+        if not self.multiples or sorted(set(self.multiples)) != list(self.multiples) or self.multiples[0] < 1:
+            raise ValueError(f"a ladder's multiples rise from >= 1 without repeats, got {self.multiples}")
+
+    def rungs(self, train_size: int) -> list[int]:
+        """Each rung's training steps, shortest first; the last is the trunk."""
+        return [m * self.budget.steps(train_size) for m in self.multiples]
+
+    def branch_steps(self, train_size: int) -> list[int]:
+        """The trunk's steps where the shorter rungs start their cooldowns (the checkpoints it keeps)."""
+        return [steps - cooldown_of(self.cooldown_fraction, steps) for steps in self.rungs(train_size)[:-1]]
+
+    def describe(self) -> str:
+        rungs = ", ".join(f"{m}x" for m in self.multiples)
+        return (f"{rungs} of {self.budget.describe()}; warmup-stable-decay, each rung's last "
+                f"{self.cooldown_fraction:.0%} a linear cooldown")

@@ -150,6 +150,7 @@ def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parall
     `redo_stale`: a run trained with another config than the sweep now gives it is moved to
     DIR/_stale/ and trained afresh (without it, it is reported and left alone).
     """
+    sweep = sweep.in_dir(sweep_dir)
     runs = sweep.select(only)
     settings = probes_of(sweep, fewshot)
     if parallel < 1:

@@ -18,7 +18,9 @@ it cannot do without (results in transfer.json; off when absent), e.g. a model p
 and optionally
 `BUDGET = "steps = max(1,200, 8 epochs), batch 128"` (the training budget's rule in words) and
 `TITLE = "..."`: both go into DIR/sweep.json, and `vitjax plot` puts them in the figures' titles.
-`arg` is what follows the colon in `experiments/x.py:arg`. Config paths are tried relative to the
+`arg` is what follows the colon in `experiments/x.py:arg`. An override's text may name the sweep's own
+directory as `{sweep_dir}` (SWEEP_DIR), e.g. `{"branch_from": "{sweep_dir}/vit_long"}` for a run that
+starts from another run of the sweep: `Sweep.in_dir` puts the --workdir's absolute path there. Config paths are tried relative to the
 current directory, then to the sweep file's directory and its parent (the repository root for files
 under experiments/).
 
@@ -41,6 +43,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 # Config keys naming what a run reads when it starts (a pre-trained run, a teacher): the runner checks
 # they exist for every run it is about to train, before the first one starts.
 INPUT_KEYS = ("init_from", "distillation.teacher")
+SWEEP_DIR = "{sweep_dir}"
 
 
 class SweepError(ValueError):
@@ -80,6 +83,19 @@ class Sweep:
                 "budget": self.budget, "title": self.title,
                 "runs": [{"name": r.name, "config": r.config, "overrides": r.overrides, "config_dict": r.config_dict}
                          for r in self.runs]}
+
+    def in_dir(self, sweep_dir: str) -> "Sweep":
+        """This sweep with SWEEP_DIR in its runs' overrides (and resolved configs) made `sweep_dir`."""
+        where = os.path.abspath(sweep_dir)
+
+        def put(value):
+            if isinstance(value, str):
+                return value.replace(SWEEP_DIR, where)
+            if isinstance(value, dict):
+                return {k: put(v) for k, v in value.items()}
+            return type(value)(put(v) for v in value) if isinstance(value, (list, tuple)) else value
+        return dataclasses.replace(self, runs=[dataclasses.replace(r, overrides=put(r.overrides),
+                                                                   config_dict=put(r.config_dict)) for r in self.runs])
 
     def select(self, only) -> list[Run]:
         if not only:

@@ -46,12 +46,14 @@ class Checkpointer:
 
     `config` (the run's config as a dict) is recorded with every save and compared with the
     checkpoint's on a mismatch. `read_only` opens the directory as a reader, see the module docstring.
+    The newest `max_to_keep` steps are kept, and every step of `keep_steps` besides.
     """
 
-    def __init__(self, directory: str, *, max_to_keep: int = 3, async_save: bool = True,
+    def __init__(self, directory: str, *, max_to_keep: int = 3, keep_steps=(), async_save: bool = True,
                  read_only: bool = False, config: dict | None = None):
         self.directory = storage.absolute(directory)  # a local path made absolute (orbax needs it), or gs://...
         self._max_to_keep = max_to_keep
+        self._keep_steps = tuple(int(step) for step in keep_steps)
         self._async = async_save
         self._read_only = read_only
         self._config = config
@@ -68,8 +70,10 @@ class Checkpointer:
             # Cleaning another writer's temporary directories is safe only for the one writer of a
             # workdir, the trainer.
             options = ocp.CheckpointManagerOptions(
-                max_to_keep=self._max_to_keep, enable_async_checkpointing=self._async,
-                cleanup_tmp_directories=True, create=True)
+                preservation_policy=ocp.checkpoint_managers.AnyPreservationPolicy([
+                    ocp.checkpoint_managers.LatestN(n=self._max_to_keep),
+                    ocp.checkpoint_managers.CustomSteps(self._keep_steps)]),
+                enable_async_checkpointing=self._async, cleanup_tmp_directories=True, create=True)
         return ocp.CheckpointManager(self.directory, options=options)
 
     def steps(self) -> list[int]:

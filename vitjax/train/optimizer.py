@@ -1,7 +1,8 @@
 """The optax optimiser and learning-rate schedule a config describes.
 
     config.optimizer = dict(name='adamw' | 'adam' | 'sgd', b1, b2, eps, momentum, nesterov)
-    config.lr, config.schedule ('cosine' | 'linear' | 'constant'), config.end_lr
+    config.lr, config.schedule ('cosine' | 'linear' | 'constant' | 'wsd'), config.end_lr
+    config.cooldown_fraction ('wsd' only: the last round(fraction x total) steps decay linearly to end_lr)
     config.warmup_{steps|epochs|examples}, config.total_{steps|epochs|examples}
     config.weight_decay (decoupled, kernels only: 'adam' with it is AdamW), config.grad_clip_norm
     config.weight_decay_schedule ('constant' | 'cosine': from weight_decay to weight_decay_end over the run,
@@ -11,21 +12,38 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from vitjax.durations import DURATION_UNITS, steps_of  # noqa: F401  (optimizer.steps_of, as before)
+from vitjax.durations import DURATION_UNITS, cooldown_of, steps_of  # noqa: F401  (optimizer.steps_of, as before)
+
+
+def cooldown_steps(config, total_steps: int) -> int:
+    """The steps of a 'wsd' schedule's final decay (0 for the other schedules)."""
+    return cooldown_of(config.cooldown_fraction, total_steps) if config.schedule == "wsd" else 0
 
 
 def learning_rate_schedule(config, total_steps: int, warmup_steps: int) -> optax.Schedule:
-    """Linear warmup to config.lr, then the decay; trainer.plan has checked warmup <= total."""
+    """Linear warmup to config.lr, then the decay; trainer.plan has checked warmup <= total.
+
+    'wsd' (warmup-stable-decay, Hagele et al. 2024) holds config.lr until the last `cooldown_steps`, then
+    decays linearly to end_lr: two runs that differ only in length agree step for step until the shorter
+    one's cooldown, which is what lets one long run's checkpoints start every shorter budget's cooldown
+    (config.branch_from).
+    """
     decay_steps = max(total_steps - warmup_steps, 1)
     end_lr = config.get("end_lr", 0.0)
-    if config.schedule == "cosine":
+    if config.schedule == "wsd":
+        cooldown = cooldown_steps(config, total_steps)
+        stable = optax.constant_schedule(config.lr)
+        decay = optax.join_schedules(
+            [stable, optax.linear_schedule(config.lr, end_lr, max(cooldown, 1))],
+            [total_steps - warmup_steps - cooldown]) if cooldown else stable
+    elif config.schedule == "cosine":
         decay = optax.cosine_decay_schedule(config.lr, decay_steps, alpha=end_lr / config.lr if config.lr else 0)
     elif config.schedule == "linear":
         decay = optax.linear_schedule(config.lr, end_lr, decay_steps)
     elif config.schedule == "constant":
         decay = optax.constant_schedule(config.lr)
     else:
-        raise ValueError(f"unknown schedule {config.schedule!r}; choose 'cosine', 'linear' or 'constant'")
+        raise ValueError(f"unknown schedule {config.schedule!r}; choose 'cosine', 'linear', 'constant' or 'wsd'")
     if warmup_steps == 0:
         return decay
     warmup = optax.linear_schedule(0.0, config.lr, warmup_steps)

@@ -18,7 +18,7 @@ from jax.experimental import multihost_utils
 
 from vitjax import data, host, models, objectives, parallel, rundir, storage
 from vitjax.evaluate import split as evaluation
-from vitjax.train import best, checkpoint, flops, optimizer, profile, step as steps, validate
+from vitjax.train import best, branch, checkpoint, flops, optimizer, profile, step as steps, validate
 from vitjax.train.init_from import load_pretrained
 from vitjax.train.preemption import Preempted
 
@@ -51,9 +51,11 @@ def plan(config) -> Plan:
                                 batch_size=config.batch_size, required=False)
     if total <= 0:
         raise ValueError(f"training must last at least one step, got {total}")
-    if warmup > total:
-        raise ValueError(f"warmup ({warmup} steps) is longer than training ({total} steps); shorten the "
-                         f"warmup or train longer")
+    if warmup + optimizer.cooldown_steps(config, total) > total:
+        raise ValueError(f"warmup ({warmup} steps) and cooldown ({optimizer.cooldown_steps(config, total)} steps) "
+                         f"are longer than training ({total} steps); shorten them or train longer")
+    if config.branch_from:
+        branch.check(config, total, _total_steps_of(info))
     if config.batch_size % config.grad_accum_steps:
         raise ValueError(f"batch_size {config.batch_size} is not divisible by grad_accum_steps "
                          f"{config.grad_accum_steps}")
@@ -73,6 +75,12 @@ def plan(config) -> Plan:
     objective = objectives.build(config, model, info)  # checks its settings (a teacher: its model, its classes)
     return Plan(info, total, warmup, mesh, parallel.rules_for(config.sharding), model,
                 dict(config.compiler_options), objective)
+
+
+def _total_steps_of(info: data.DataInfo):
+    """config -> its length in steps on this data (a branch's trunk may give it in epochs)."""
+    return lambda c: optimizer.steps_of(c, "total", num_train_examples=info.num_train, batch_size=c.batch_size,
+                                        required=True)
 
 
 @dataclasses.dataclass
@@ -193,7 +201,7 @@ def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
 
     with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
         ckpt = checkpoint.Checkpointer(rundir.checkpoint_dir(workdir), max_to_keep=config.keep_checkpoints,
-                                       config=rundir.config_to_dict(config))
+                                       keep_steps=config.keep_checkpoint_steps, config=rundir.config_to_dict(config))
         state, elapsed_before = _restore_or_initialise(config, p, spec, ckpt, init_key)
         compiled, batch_sharding, flops_per_step = _compile_and_describe(config, p, spec, dropout_key)
         evaluator = _evaluator(config, p, spec)
@@ -285,12 +293,17 @@ def _lock(workdir: str) -> rundir.Lock | None:
 
 
 def _restore_or_initialise(config, p: Plan, spec: StateSpec, ckpt, init_key):
-    """(train state, wall seconds of the earlier attempts): the newest good checkpoint's, or a new
+    """(train state, wall seconds of the earlier attempts): the newest good checkpoint's, the trunk's
+    at this run's branch step (`config.branch_from`, its wall seconds counted as this run's), or a new
     state (with the parameters of `config.init_from` when set, and the objective's loaded extra state)."""
     restored = ckpt.restore_latest(spec.abstract)
     if restored is not None:
         state, meta = restored
         print(f"resuming from step {int(state.step)} ({ckpt.directory})", flush=True)
+        return state, meta.get("wall_seconds", 0.0)
+    if config.branch_from:
+        state, meta = branch.restore(config, p.total_steps, _total_steps_of(p.info), spec.abstract)
+        _say(f"branching from step {int(state.step)} of {config.branch_from}")
         return state, meta.get("wall_seconds", 0.0)
     state = init_state(spec, init_key)
     if config.init_from:
@@ -361,7 +374,8 @@ def _loop(config, p: Plan, state, compiled, batches, dropout_key, *, ckpt, log, 
         if _evaluates_at(config, done, p.total_steps, validation is not None):
             _check_finite(pending, config.nan_policy, ckpt)  # a non-finite step's state is never the best
             _evaluate(done, p.objective.evaluated_params(state), log, evaluator, validation)
-        if done % config.checkpoint_every_steps == 0 or done == p.total_steps or stop.raised:
+        if (done % config.checkpoint_every_steps == 0 or done == p.total_steps or stop.raised
+                or done in config.keep_checkpoint_steps):
             # Every step up to `done` verified finite before its state is saved: the one-step-late
             # reads above have not seen this step yet. (The save waits for the step anyway.)
             _check_finite(pending, config.nan_policy, ckpt)
@@ -421,7 +435,9 @@ def _results(config, p: Plan, spec: StateSpec, state, final: dict, flops_per_ste
         "train_flops": flops_per_step * p.total_steps, "flops_per_step": flops_per_step,
         "params": spec.num_params, "model": config.model_name, "num_train": p.info.num_train,
         "num_classes": p.info.num_classes, "image_shape": list(p.info.image_shape),
-        "devices": jax.device_count(), "backend": jax.default_backend(), "host": host.describe(),
+        "devices": jax.device_count(), "backend": jax.default_backend(),
+        # Pair runs only where these match (vitjax/host.py says why).
+        "host": host.describe(), "code": host.code(),
         "skipped_updates": int(state.skipped_updates),
     }
 

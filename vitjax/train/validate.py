@@ -11,7 +11,7 @@ import os
 
 # The names optimizer.py and the trainer act on (tests/train/test_validate.py checks that each builds).
 # Here rather than imported from optimizer.py: `vitjax train` validates before JAX is imported.
-SCHEDULES = ("cosine", "linear", "constant")  # the decay after the warmup
+SCHEDULES = ("cosine", "linear", "constant", "wsd")  # the decay after the warmup
 WEIGHT_DECAY_SCHEDULES = ("constant", "cosine")
 OPTIMIZERS = ("adam", "adamw", "sgd")
 NAN_POLICIES = ("stop", "skip")
@@ -64,6 +64,9 @@ _RULES = (
     ("label_smoothing", _fraction, "use a value in [0, 1), e.g. 0.1 (0: no smoothing)"),
     ("seed", _at_least(0), "use a seed >= 0"),
     ("schedule", lambda name: name in SCHEDULES, _choice(SCHEDULES)),
+    ("cooldown_fraction", _fraction, "use a share of the steps in [0, 1) for 'wsd' to decay over, e.g. 0.2"),
+    ("keep_checkpoint_steps", lambda steps: all(int(s) == s and s >= 1 for s in steps),
+     "list steps >= 1 to keep, e.g. (960, 1920), or () for none"),
     ("optimizer.name", lambda name: name in OPTIMIZERS, _choice(OPTIMIZERS)),
     ("optimizer.b1", _fraction, "use a decay rate in [0, 1), e.g. 0.9"),
     ("optimizer.b2", _fraction, "use a decay rate in [0, 1), e.g. 0.999"),
@@ -103,6 +106,9 @@ def config(c) -> None:
         if not good:
             problems.append(f"{key}={value!r}: {fix}")
     problems += _objective_and_model(c)
+    if _get(c, "branch_from") not in (_ABSENT, "") and _get(c, "schedule") != "wsd":
+        problems.append(f"branch_from={_get(c, 'branch_from')!r} needs schedule='wsd' (only its constant phase is "
+                        f"shared by runs of other lengths): set --config.schedule=wsd, or clear branch_from")
     if len(problems) == 1:
         raise ValueError(problems[0])
     if problems:
