@@ -178,6 +178,7 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
     trainer works on `workdir`.
     """
     validate.workdir(workdir)
+    host.code()  # read now, while the files are the ones this process imported (results.json records it)
     finished = _finished_results(workdir, config, force)
     if finished is not None:
         _say(f"{workdir} is finished: {_summary(finished)}")
