@@ -11,6 +11,9 @@ r"""Decides the study's pre-registered read-outs (experiments/README.md) from th
 
 Each read-out is a quantity Q in accuracy points, predicted Q > 0, with threshold
 tau = max(2 SE, 0.5 points): **holds** when Q > tau, **fails** when Q < -tau, else **inconclusive**.
+Beside that registered rule, the t-based one (added 2026-12-03; 2 SE is a ~70-82% interval at 2-3
+seeds): tau_t = max(t(0.975, df) SE, 0.5), df = n - 1 for n paired seeds, Welch-Satterthwaite for
+terms combined in quadrature; every verdict is given under both (`verdict`, `verdict_t`).
 Q is a sum of terms coef * acc(family, n). When every term has the same >= 2 seeds, Q is computed seed
 by seed and SE = std / sqrt(n) over those seeds (paired: the families share each seed's subset, and the
 subsets are nested across sizes); otherwise each term's mean and SE are combined in quadrature. Read-outs
@@ -25,6 +28,8 @@ import math
 import os
 import statistics
 import sys
+
+from scipy import stats
 
 from vitjax.analysis.control import INIT, TRAINED
 from vitjax.analysis.run import BESIDE
@@ -44,27 +49,43 @@ def finished_any(rows, **fields) -> bool:
 
 
 def combine(terms) -> dict:
-    """Q, SE and how they were computed, from [(coef, {seed: points}), ...]."""
+    """Q, SE, its degrees of freedom (None where no term has a spread) and how they were computed, from
+    [(coef, {seed: points}), ...]."""
     common = set.intersection(*(set(v) for _, v in terms))
     if len(common) >= 2 and all(set(v) == common for _, v in terms):
         per_seed = [sum(c * v[s] for c, v in terms) for s in sorted(common)]
         return {"q": statistics.fmean(per_seed), "se": statistics.stdev(per_seed) / math.sqrt(len(per_seed)),
-                "how": f"paired over seeds {sorted(common)}", "per_seed": per_seed}
+                "df": len(per_seed) - 1, "how": f"paired over seeds {sorted(common)}", "per_seed": per_seed}
     if len(common) >= 2:  # pair over the seeds every term has; the others' extra seeds are left out
         return combine([(c, {s: v[s] for s in common}) for c, v in terms])
     q = sum(c * statistics.fmean(v.values()) for c, v in terms)
-    se = math.sqrt(sum((c * statistics.stdev(v.values())) ** 2 / len(v) for c, v in terms if len(v) > 1))
-    return {"q": q, "se": se, "how": "means, SEs in quadrature"}
+    parts = [((c * statistics.stdev(v.values())) ** 2 / len(v), len(v) - 1) for c, v in terms if len(v) > 1]
+    variance = sum(var for var, _ in parts)
+    # Welch-Satterthwaite: the effective degrees of freedom of a sum of independent variance estimates.
+    df = variance ** 2 / sum(var ** 2 / dof for var, dof in parts) if variance > 0 else None
+    return {"q": q, "se": math.sqrt(variance), "df": df, "how": "means, SEs in quadrature"}
+
+
+def t_threshold(se: float, df, floor: float = FLOOR) -> float | None:
+    """tau_t = max(t(0.975, df) x SE, floor); None without degrees of freedom (a single seed)."""
+    return None if df is None else max(float(stats.t.ppf(0.975, df)) * se, floor)
+
+
+def verdict_of(q: float, tau, *, at_least: bool = False) -> str:
+    """holds / fails / inconclusive for Q against tau; `at_least`: Q > -tau holds ("as good within noise")."""
+    if tau is None:
+        return "provisional (n = 1)"
+    if at_least:
+        return "holds" if q > -tau else "fails"
+    return "holds" if q > tau else "fails" if q < -tau else "inconclusive"
 
 
 def decide(result: dict, *, at_least: bool = False) -> dict:
-    """Adds tau and the verdict; `at_least`: Q > -tau counts as holds ("as good within noise")."""
+    """Adds tau and the verdict under the registered rule, tau_t and verdict_t under the t-based one."""
     tau = max(2 * result["se"], FLOOR)
-    if at_least:
-        verdict = "holds" if result["q"] > -tau else "fails"
-    else:
-        verdict = "holds" if result["q"] > tau else "fails" if result["q"] < -tau else "inconclusive"
-    return {**result, "tau": tau, "verdict": verdict}
+    tau_t = t_threshold(result["se"], result.get("df"))
+    return {**result, "tau": tau, "verdict": verdict_of(result["q"], tau, at_least=at_least),
+            "tau_t": tau_t, "verdict_t": verdict_of(result["q"], tau_t, at_least=at_least)}
 
 
 def gap(rows, size) -> dict:
@@ -99,8 +120,9 @@ def _early_stopping_check(rows) -> dict:
     result = decide(combine([(1, {s: statistics.fmean(v) for s, v in per_seed.items()})]))
     early = all(r["best_step"] < r["steps"] for r in runs)
     result["best_steps"] = {r["name"]: [r["best_step"], r["steps"]] for r in runs}
-    if not early and result["verdict"] == "holds":
-        result["verdict"] = "fails"
+    for key in ("verdict", "verdict_t"):
+        if not early and result[key] == "holds":
+            result[key] = "fails"
     return result
 
 
@@ -108,7 +130,8 @@ def _late_best_check(rows) -> dict:
     """P5: at 55k every run's best step is in the last quarter of its steps."""
     runs = _runs_at(rows, 55_000)
     late = all(r["best_step"] >= 0.75 * r["steps"] for r in runs)
-    return {"verdict": "holds" if late else "fails",
+    verdict = "holds" if late else "fails"  # no statistic: the same under both rules
+    return {"verdict": verdict, "verdict_t": verdict,
             "best_steps": {r["name"]: [r["best_step"], r["steps"]] for r in runs}}
 
 
@@ -175,13 +198,18 @@ def model_size_arm(rows) -> dict:
     small, large = of_width(rows, widths["vit"][0]), of_width(rows, widths["vit"][-1])
     d_small, d_large = lift(large, small, "vit", 550), lift(large, small, "vit", 55_000)
     m2 = {"small": decide(combine([(-1, d_small)])), "large": decide(combine([(1, d_large)]))}
-    both = m2["small"]["verdict"] == "holds" and m2["large"]["verdict"] == "holds"
-    either_fails = "fails" in (m2["small"]["verdict"], m2["large"]["verdict"])
     return {"M1": {**decide(combine([(1, d_large), (-1, d_small)])), "widths": widths},
-            "M2": {"verdict": "holds" if both else "fails" if either_fails else "inconclusive",
-                   "q_550": -m2["small"]["q"], "tau_550": m2["small"]["tau"],
-                   "q_55000": m2["large"]["q"], "tau_55000": m2["large"]["tau"]},
+            "M2": {"verdict": _both_hold(m2, "verdict"), "verdict_t": _both_hold(m2, "verdict_t"),
+                   "q_550": -m2["small"]["q"], "tau_550": m2["small"]["tau"], "tau_t_550": m2["small"]["tau_t"],
+                   "q_55000": m2["large"]["q"], "tau_55000": m2["large"]["tau"],
+                   "tau_t_55000": m2["large"]["tau_t"]},
             "M3": compute_readout(rows, widths)}
+
+
+def _both_hold(parts: dict, key: str) -> str:
+    """M2's verdict under one rule: holds when both parts hold, fails when either fails."""
+    verdicts = [part[key] for part in parts.values()]
+    return "holds" if all(v == "holds" for v in verdicts) else "fails" if "fails" in verdicts else "inconclusive"
 
 
 def compute_readout(rows, widths, size=55_000) -> dict:
@@ -197,13 +225,17 @@ def compute_readout(rows, widths, size=55_000) -> dict:
             se = statistics.stdev(accs) / math.sqrt(len(accs)) if len(accs) > 1 else 0.0
             points.setdefault(family, []).append(
                 {"width": width, "acc": statistics.fmean(accs), "tau": max(2 * se, FLOOR),
+                 "tau_t": t_threshold(se, len(accs) - 1) if len(accs) > 1 else FLOOR,
                  "train_flops": statistics.fmean(r["train_flops"] for r in runs)})
     target = min(max(p["acc"] for p in points[f]) for f in points)
-    least = {f: min(p["train_flops"] for p in points[f] if p["acc"] + p["tau"] >= target) for f in points}
-    q = math.log2(least["bit"] / least["vit"]) - 1
-    verdict = "holds" if q > 0 else "fails" if q < -1 else "inconclusive"
-    return {"q": q, "verdict": verdict, "target_acc": target, "least_flops": least, "points": points,
-            "how": "log2 of the FLOPs ratio minus 1 (units: doublings beyond 2x)"}
+    found = {"target_acc": target, "points": points,
+             "how": "log2 of the FLOPs ratio minus 1 (units: doublings beyond 2x)"}
+    for rule, suffix in (("tau", ""), ("tau_t", "_t")):
+        least = {f: min(p["train_flops"] for p in points[f] if p["acc"] + p[rule] >= target) for f in points}
+        q = math.log2(least["bit"] / least["vit"]) - 1
+        found.update({f"q{suffix}": q, f"least_flops{suffix}": least,
+                      f"verdict{suffix}": "holds" if q > 0 else "fails" if q < -1 else "inconclusive"})
+    return found
 
 
 def patch_size_arm(rows, size=55_000, small=5_500) -> dict:
@@ -335,15 +367,26 @@ def segmentation_arm(path) -> dict:
     for name, other in references.items():
         differences = [a - b for a, b in zip(dino, other, strict=True)]
         se = statistics.stdev(differences) / math.sqrt(len(differences))
-        against[name] = {"q": statistics.fmean(differences), "se": se, "tau": max(2 * se, JACCARD_FLOOR)}
-    if all(r["q"] > r["tau"] for r in against.values()):
-        verdict = "holds"
-    elif against["supervised ViT"]["q"] < -against["supervised ViT"]["tau"]:
-        verdict = "fails"
-    else:
-        verdict = "inconclusive"
-    return {"U5": {"verdict": verdict, "j_dino": statistics.fmean(dino), "against": against,
+        against[name] = {"q": statistics.fmean(differences), "se": se, "tau": max(2 * se, JACCARD_FLOOR),
+                         "tau_t": t_threshold(se, len(differences) - 1, JACCARD_FLOOR)}
+    verdicts = {}
+    for rule, key in (("tau", "verdict"), ("tau_t", "verdict_t")):
+        if all(r["q"] > r[rule] for r in against.values()):
+            verdicts[key] = "holds"
+        elif against["supervised ViT"]["q"] < -against["supervised ViT"][rule]:
+            verdicts[key] = "fails"
+        else:
+            verdicts[key] = "inconclusive"
+    return {"U5": {**verdicts, "j_dino": statistics.fmean(dino), "against": against,
                    "how": f"per-image paired differences over {len(dino)} images (Jaccard units)"}}
+
+
+def _numbers(r: dict) -> str:
+    """Q with both thresholds and how Q was computed, as far as the read-out has them."""
+    if "tau" not in r:
+        return f"Q = {r['q']:+.2f} ({r['how']})" if "q" in r else r.get("how", "")
+    tau_t = "n/a" if r.get("tau_t") is None else f"{r['tau_t']:.2f}"
+    return f"Q = {r['q']:+.2f}, tau = {r['tau']:.2f}, tau_t = {tau_t} ({r['how']})"
 
 
 def main(argv=None) -> int:
@@ -386,9 +429,7 @@ def main(argv=None) -> int:
     if args.segmentation:
         found.update(segmentation_arm(args.segmentation))
     for name, r in found.items():
-        numbers = f"Q = {r['q']:+.2f}, tau = {r['tau']:.2f} ({r['how']})" if "tau" in r else (
-            f"Q = {r['q']:+.2f} ({r['how']})" if "q" in r else r.get("how", ""))
-        print(f"{name}: {r['verdict']:12s} {numbers}")
+        print(f"{name}: {r['verdict']:12s} t-based: {r['verdict_t']:12s} {_numbers(r)}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(found, f, indent=1)

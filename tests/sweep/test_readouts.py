@@ -42,6 +42,40 @@ def test_verdicts_use_tau_with_its_floor(q, se, verdict):
     assert decided["verdict"] == verdict and decided["tau"] == max(2 * se, 0.5)
 
 
+# t(0.975, df) for df = 1, 2, 9: the textbook table's values, written here, not computed by the code under test.
+T_975 = {1: 12.706, 2: 4.303, 9: 2.262}
+
+
+@pytest.mark.parametrize("per_seed", [[1.5, 2.5], [1.0, 2.0, 3.0], [0.2 * i for i in range(10)]])
+def test_the_t_rule_on_paired_tables_of_2_3_and_10_seeds(per_seed):
+    terms = [(1, {s: v + 80.0 for s, v in enumerate(per_seed)}), (-1, {s: 80.0 for s in range(len(per_seed))})]
+    decided = readouts.decide(readouts.combine(terms))
+    n = len(per_seed)
+    mean = sum(per_seed) / n
+    se = math.sqrt(sum((v - mean) ** 2 for v in per_seed) / (n - 1)) / math.sqrt(n)
+    assert decided["df"] == n - 1 and decided["se"] == pytest.approx(se)
+    assert decided["tau_t"] == pytest.approx(max(T_975[n - 1] * se, 0.5), rel=1e-3)
+    assert decided["tau"] == pytest.approx(max(2 * se, 0.5))
+    expected = {2: ("holds", "inconclusive"),   # Q 2.0: tau 1.0, tau_t 6.35
+                3: ("holds", "inconclusive"),   # Q 2.0: tau 0.67, tau_t 2.48
+                10: ("holds", "holds")}[n]      # Q 0.9: tau 0.5 (floor), tau_t 0.5 (2.262 x 0.18 = 0.41)
+    assert (decided["verdict"], decided["verdict_t"]) == expected
+
+
+def test_the_t_rule_without_a_spread_is_provisional():
+    decided = readouts.decide(readouts.combine([(1, {0: 5.0}), (-1, {0: 3.0})]))
+    assert decided["df"] is None and decided["tau_t"] is None
+    assert decided["verdict_t"] == "provisional (n = 1)" and decided["verdict"] == "holds"  # registered rule as ever
+
+
+def test_unpaired_terms_take_welch_satterthwaite_degrees_of_freedom():
+    a, b = {0: 1.0, 1: 3.0, 2: 2.0}, {3: 0.0, 4: 1.0}
+    result = readouts.combine([(1, a), (-1, b)])
+    va, vb = 1.0 / 3, 0.5 / 2  # sample variances over n
+    assert result["se"] == pytest.approx(math.sqrt(va + vb))
+    assert result["df"] == pytest.approx((va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 1))
+
+
 def test_at_least_readouts_hold_within_noise():
     assert readouts.decide({"q": -0.3, "se": 0.1}, at_least=True)["verdict"] == "holds"
     assert readouts.decide({"q": -0.8, "se": 0.1}, at_least=True)["verdict"] == "fails"
