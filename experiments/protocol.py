@@ -36,3 +36,21 @@ def overrides(size: int, seed: int, budget: GrowingBudget = BUDGET) -> dict:
         "checkpoint_every_steps": 500, "keep_checkpoints": 1,
         "data.pp_train": "value_range(-1, 1)",
     }
+
+
+# Validation points a rung must gain over the previous one for a longer budget to count: the study's
+# noise floor (experiments/README.md, "Converged budgets").
+CONVERGENCE_FLOOR = 0.5
+
+
+def converged_rung(validation: dict, floor: float = CONVERGENCE_FLOOR) -> tuple:
+    """(multiple, capped) of a budget ladder from {multiple: best validation accuracy in points}: the
+    shortest rung whose next rung gains <= `floor`, or the longest rung, capped=True, when every next
+    rung gains more. Raises ValueError for a ladder of fewer than two rungs."""
+    multiples = sorted(validation)
+    if len(multiples) < 2:
+        raise ValueError(f"a convergence check needs at least two rungs, got {multiples}")
+    for shorter, longer in zip(multiples, multiples[1:]):
+        if validation[longer] - validation[shorter] <= floor:
+            return shorter, False
+    return multiples[-1], True

@@ -32,10 +32,12 @@ import sys
 from scipy import stats
 
 from vitjax.analysis.control import INIT, TRAINED
+from vitjax.config import load_module
 from vitjax.analysis.run import BESIDE
 from vitjax.sweep import aggregate, table
 
 FLOOR = 0.5  # points: above the test set's own sampling error (0.3 at 90%) and the old run-to-run spread
+protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
 
 
 def values(rows, family, size, metric="accuracy") -> dict:
@@ -381,6 +383,80 @@ def segmentation_arm(path) -> dict:
                    "how": f"per-image paired differences over {len(dino)} images (Jaccard units)"}}
 
 
+def ladders(rows) -> dict:
+    """{(family, size): {seed: {multiple: row}}} of a budget ladder's finished runs (experiments/convergence.py),
+    a run's multiple being its steps over the protocol's budget at its size."""
+    found = {}
+    for r in rows:
+        if r.get("status") == "finished" and r.get("family") in ("vit", "bit"):
+            multiple = r["steps"] / protocol.BUDGET.steps(r["train_size"])
+            found.setdefault((r["family"], r["train_size"]), {}).setdefault(r["seed"], {})[round(multiple)] = r
+    return found
+
+
+def convergence(rows, seed: int = 0) -> dict:
+    """Per 'family_n<size>': each rung's epochs, best validation and test-at-best accuracy (points) of
+    seed `seed`, and the converged multiple (protocol.converged_rung: chosen on validation only)."""
+    found = {}
+    for (family, size), by_seed in sorted(ladders(rows).items()):
+        rungs = by_seed.get(seed, {})
+        if len(rungs) < 2:
+            continue
+        validation = {m: 100 * r["best_val_accuracy"] for m, r in rungs.items()}
+        chosen, capped = protocol.converged_rung(validation)
+        found[f"{family}_n{size}"] = {
+            "family": family, "size": size, "chosen": chosen, "capped": capped,
+            "rungs": {m: {"steps": r["steps"], "epochs": r["steps"] * protocol.BUDGET.batch_size / size,
+                          "val": validation[m], "test_at_best": 100 * r["accuracy"], "best_step": r["best_step"],
+                          "wall_seconds": r["wall_seconds"]} for m, r in sorted(rungs.items())}}
+    return found
+
+
+def check_pairable(rows) -> None:
+    """Raises ValueError when the runs a read-out pairs ran on different hosts, device splits or code."""
+    keys = {r["pair_key"] for r in rows}
+    if len(keys) > 1:
+        raise ValueError(f"runs to be paired differ in host, devices or code ({sorted(keys)}): pair only runs "
+                         f"of one pair_key (vitjax/sweep/table.py)")
+
+
+def converged_arm(rows) -> dict:
+    """C1-C4 (experiments/README.md): each family at its converged multiple, every seed that has it."""
+    chosen = {(c["family"], c["size"]): c["chosen"] for c in convergence(rows).values()}
+    runs = ladders(rows)
+
+    def acc(family, size, multiple=None) -> dict:
+        m = chosen[(family, size)] if multiple is None else multiple
+        return {s: 100 * by_m[m]["accuracy"] for s, by_m in runs[(family, size)].items() if m in by_m}
+
+    def g(size):
+        bit, vit = acc("bit", size), acc("vit", size)
+        return {s: bit[s] - vit[s] for s in set(bit) & set(vit)}
+
+    have = {size for family, size in chosen if (("vit" if family == "bit" else "bit"), size) in chosen}
+    used = [r for (f, size), by_seed in runs.items() for by_m in by_seed.values() for m, r in by_m.items()
+            if size in have and m in (1, chosen.get((f, size)))]
+    check_pairable(used)
+    found = {}
+    if {550, 1_700, 55_000} <= have:
+        found["C1"] = combine([(0.5, g(550)), (0.5, g(1_700)), (-1, g(55_000))])
+    if 55_000 in have:
+        found["C2"] = combine([(1, g(55_000))])
+        found["C4"] = combine([(1, acc("vit", 55_000)), (-1, acc("vit", 55_000, 1)),
+                               (-1, acc("bit", 55_000)), (1, acc("bit", 55_000, 1))])
+    if {5_500, 55_000} <= have:
+        found["C3"] = combine([(1, acc("vit", 55_000)), (-1, acc("vit", 5_500)),
+                               (-1, acc("bit", 55_000)), (1, acc("bit", 5_500))])
+    # Registered for this arm: one seed has no SE, so it is provisional under both rules.
+    return {name: _provisional_without_spread(decide(result)) for name, result in sorted(found.items())}
+
+
+def _provisional_without_spread(decided: dict) -> dict:
+    if decided.get("df") is None:
+        decided["verdict"] = decided["verdict_t"] = "provisional (n = 1)"
+    return decided
+
+
 def _numbers(r: dict) -> str:
     """Q with both thresholds and how Q was computed, as far as the read-out has them."""
     if "tau" not in r:
@@ -401,6 +477,8 @@ def main(argv=None) -> int:
     parser.add_argument("--knn_vit", nargs="+", help="the plain arm's ViT run directories with their knn_n<N>_s<S>.json")
     parser.add_argument("--segmentation", help="cls_segmentation.json of `vitjax analyze` on the DINO run, --beside "
                                                "the plain arm's 55k ViT")
+    parser.add_argument("--convergence", help="experiments/convergence.py's sweep (or results) directory: the budget "
+                                              "ladder and C1-C4 at each family's converged budget")
     parser.add_argument("--out", help="write the read-outs as JSON here")
     parser.add_argument("--markdown", action="store_true", help="also print the plain arm's table (markdown)")
     args = parser.parse_args(argv)
@@ -428,6 +506,8 @@ def main(argv=None) -> int:
         found.update(knn_arm(args.knn_dino, args.knn_vit))
     if args.segmentation:
         found.update(segmentation_arm(args.segmentation))
+    if args.convergence:
+        found.update(converged_arm(table.read(args.convergence)))
     for name, r in found.items():
         print(f"{name}: {r['verdict']:12s} t-based: {r['verdict_t']:12s} {_numbers(r)}")
     if args.out:

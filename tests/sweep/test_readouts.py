@@ -296,3 +296,61 @@ def test_segmentation_read_out_needs_every_reference_beaten_and_fails_only_again
     assert tie["U5"]["verdict"] == "inconclusive"
     worse = readouts.segmentation_arm(_segmentation(tmp_path, dino, beaten, dino, [j + 0.1 for j in dino]))
     assert worse["U5"]["verdict"] == "fails"
+
+
+# --- The budget ladder's convergence check ---------------------------------------------------------
+
+@pytest.mark.parametrize("validation,expected", [
+    ({1: 80.0, 2: 80.4, 4: 81.5}, (1, False)),   # 2x gains 0.4 <= 0.5: 1x is converged
+    ({1: 80.0, 2: 81.0, 4: 81.5}, (2, False)),   # 2x gains 1.0, 4x 0.5 (<= the floor): 2x
+    ({1: 80.0, 2: 81.0, 4: 82.0}, (4, True)),    # every rung still gains: capped at the top
+    ({1: 80.0, 2: 79.0}, (1, False)),            # a loss is no gain
+])
+def test_converged_rung_is_the_shortest_whose_next_gains_at_most_the_floor(validation, expected):
+    assert readouts.protocol.converged_rung(validation) == expected
+
+
+def test_a_ladder_of_one_rung_cannot_be_checked():
+    with pytest.raises(ValueError, match="at least two rungs"):
+        readouts.protocol.converged_rung({1: 80.0})
+
+
+def ladder_row(family, size, seed, multiple, val, test, *, key="host A"):
+    base = readouts.protocol.BUDGET.steps(size)
+    return {"name": f"{family}_n{size}_s{seed}_x{multiple}", "status": "finished", "family": family,
+            "train_size": size, "seed": seed, "steps": multiple * base, "best_val_accuracy": val / 100,
+            "accuracy": test / 100, "best_step": multiple * base, "wall_seconds": 60.0 * multiple, "pair_key": key}
+
+
+def _ladder_table(key_of_bit_55k="host A"):
+    rows = []
+    for size in (550, 1_700, 5_500, 55_000):
+        # The ViT at 55k keeps gaining (capped at 4x); everything else converges at 1x.
+        vit = {1: 80.0, 2: 82.0, 4: 84.0} if size == 55_000 else {1: 70.0, 2: 70.2, 4: 70.1}
+        bit = {1: 85.0, 2: 85.3, 4: 85.4} if size == 55_000 else {1: 73.0, 2: 73.1, 4: 73.0}
+        for m in (1, 2, 4):
+            rows.append(ladder_row("vit", size, 0, m, vit[m], vit[m] - 0.5))
+            rows.append(ladder_row("bit", size, 0, m, bit[m], bit[m] - 0.5,
+                                   key=key_of_bit_55k if size == 55_000 else "host A"))
+    return rows
+
+
+def test_convergence_table_chooses_on_validation_and_marks_the_capped_points():
+    found = readouts.convergence(_ladder_table())
+    assert found["vit_n55000"]["chosen"] == 4 and found["vit_n55000"]["capped"]
+    assert found["bit_n55000"]["chosen"] == 1 and not found["bit_n55000"]["capped"]
+    assert found["vit_n550"]["rungs"][2]["epochs"] == pytest.approx(2400 * 128 / 550)
+
+
+def test_converged_read_outs_take_each_family_at_its_chosen_budget():
+    decided = readouts.converged_arm(_ladder_table())
+    # G*(55k) = BiT at 1x (84.5) - ViT at 4x (83.5) = 1.0; G*(550) = G*(1.7k) = 72.5 - 69.5 = 3.0.
+    assert decided["C2"]["q"] == pytest.approx(1.0)
+    assert decided["C1"]["q"] == pytest.approx(3.0 - 1.0)
+    assert decided["C4"]["q"] == pytest.approx((83.5 - 79.5) - 0.0)
+    assert decided["C2"]["verdict"] == decided["C2"]["verdict_t"] == "provisional (n = 1)"
+
+
+def test_converged_read_outs_refuse_runs_of_different_hosts_or_code():
+    with pytest.raises(ValueError, match="differ in host, devices or code"):
+        readouts.converged_arm(_ladder_table(key_of_bit_55k="host B"))

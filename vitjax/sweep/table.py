@@ -42,7 +42,7 @@ SUMMARY_CSV, SUMMARY_JSON = "summary.csv", "summary.json"  # the runs averaged o
 
 COLUMNS = ["name", "status", "family", "model", "patch_size", "train_size", "params", "flops_per_step",
            "train_flops", "steps", "batch_size", "examples_seen", "wall_seconds", "core_hours", "img_per_sec", "cpu",
-           "seed", "accuracy", "accuracy_from", "test_accuracy", "test_accuracy_at_best", "best_val_accuracy",
+           "pair_key", "seed", "accuracy", "accuracy_from", "test_accuracy", "test_accuracy_at_best", "best_val_accuracy",
            "best_step", "test_loss"]
 
 # One collect-and-write at a time in this process: the table written last is then the newest.
@@ -149,12 +149,23 @@ def run_row(name: str, run_dir: str, *, config: dict | None = None, config_file:
         row.update({f"{probe}_{key}": value for key, value in shots.items() if re.fullmatch(r"\d+shot(_std)?", key)})
     row["image_shape"] = results.get("image_shape")
     row["cpu"] = (results.get("host") or {}).get("cpu")  # times compare only between runs of one cpu
+    row["pair_key"] = pair_key(results) if results else None
     row["error"] = recorded.failed.get("error", "")
     row["failed_stage"] = recorded.failed.get("stage", "")
     row["config_file"] = config_file
     row["overrides"] = overrides or {}
     row["config"] = config
     return row
+
+
+def pair_key(results: dict) -> str:
+    """What two runs must share to be paired (vitjax/host.py says why): the cpu, its instruction sets,
+    the XLA device count and the digest of the vitjax code that ran; 'unrecorded' for what a run from
+    before these were recorded lacks."""
+    host, code = results.get("host") or {}, results.get("code") or {}
+    isa = host.get("isa")
+    return " | ".join([host.get("cpu") or "unrecorded", "+".join(isa) if isa is not None else "unrecorded",
+                       f"{results.get('devices', '?')} devices", (code.get("source_sha256") or "unrecorded")[:12]])
 
 
 @dataclasses.dataclass

@@ -1,0 +1,99 @@
+r"""The budget ladder's table and figure: accuracy against training length for each family and size,
+each point's converged budget marked (the rule: experiments/protocol.py's converged_rung).
+
+    python experiments/convergence_report.py runs/convergence --out experiments/results/convergence
+
+Writes OUT/convergence.json (experiments/readouts.py's `convergence`), OUT/convergence.md (one row per
+family and size: each rung's epochs, best validation accuracy, test accuracy at that step, the gain
+over the previous rung and the chosen budget) and OUT/convergence.png (a panel per size: best
+validation accuracy, which chooses, solid; test accuracy at that step, which never does, dashed).
+"""
+import argparse
+import json
+import os
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from vitjax.config import load_module  # noqa: E402
+from vitjax.sweep import table  # noqa: E402
+from vitjax.sweep.plots import FAMILY_NAME, FAMILY_STYLE  # noqa: E402
+
+_here = os.path.dirname(os.path.abspath(__file__))
+readouts = load_module(os.path.join(_here, "readouts.py"))
+ladder = load_module(os.path.join(_here, "convergence.py"))
+
+
+def markdown(found: dict) -> str:
+    lines = ["| family | images | rung | epochs | steps | best val acc | gain over previous rung | test acc at best | "
+             "wall (s) | chosen |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for point in found.values():
+        previous = None
+        for m, rung in point["rungs"].items():
+            gain = "" if previous is None else f"{rung['val'] - previous:+.2f}"
+            mark = ("**chosen, capped**" if point["capped"] else "**chosen**") if m == point["chosen"] else ""
+            lines.append(f"| {FAMILY_NAME[point['family']]} | {point['size']:,} | {m}x | {rung['epochs']:,.1f} | "
+                         f"{rung['steps']:,} | {rung['val']:.2f} | {gain} | {rung['test_at_best']:.2f} | "
+                         f"{rung['wall_seconds']:,.0f} | {mark} |")
+            previous = rung["val"]
+    return "\n".join(lines) + "\n"
+
+
+def figure(found: dict, path: str) -> None:
+    sizes = sorted({p["size"] for p in found.values()})
+    fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes), 4.0), squeeze=False)
+    for ax, size in zip(axes[0], sizes):
+        for point in (p for p in found.values() if p["size"] == size):
+            colour, marker = FAMILY_STYLE[point["family"]]
+            rungs = list(point["rungs"].values())
+            epochs = [r["epochs"] for r in rungs]
+            ax.plot(epochs, [r["val"] for r in rungs], marker=marker, color=colour,
+                    label=f"{FAMILY_NAME[point['family']]}: validation (chooses)")
+            ax.plot(epochs, [r["test_at_best"] for r in rungs], marker=marker, color=colour, linestyle="--",
+                    fillstyle="none", alpha=0.7, label=f"{FAMILY_NAME[point['family']]}: test at best step")
+            chosen = point["rungs"][point["chosen"]]
+            ax.scatter([chosen["epochs"]], [chosen["val"]], s=220, facecolors="none", edgecolors=colour,
+                       linewidths=2, zorder=5)
+            if point["capped"]:
+                ax.annotate("capped", (chosen["epochs"], chosen["val"]), textcoords="offset points",
+                            xytext=(-10, 10), ha="right", color=colour, fontsize=9)
+        ax.set_xscale("log", base=2)
+        ticks = sorted({r["epochs"] for p in found.values() if p["size"] == size for r in p["rungs"].values()})
+        ax.set_xticks(ticks, [f"{t:,.0f}" for t in ticks])
+        ax.minorticks_off()
+        ax.set_xlabel("training epochs (log scale)")
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title(f"{size:,} training images")
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8, loc="lower right")
+    fig.suptitle(f"Budget ladder, seed 0: {ladder.BUDGET}\nringed: the converged budget (next rung gains <= "
+                 f"{readouts.protocol.CONVERGENCE_FLOOR} validation points)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sweep_dir", help="experiments/convergence.py's sweep (or results) directory")
+    parser.add_argument("--out", required=True, help="where the table, JSON and figure go")
+    args = parser.parse_args(argv)
+    found = readouts.convergence(table.read(args.sweep_dir))
+    if not found:
+        sys.exit(f"no family and size in {args.sweep_dir} has two finished rungs yet")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "convergence.json"), "w") as f:
+        json.dump(found, f, indent=1)
+    text = markdown(found)
+    with open(os.path.join(args.out, "convergence.md"), "w") as f:
+        f.write(text)
+    figure(found, os.path.join(args.out, "convergence.png"))
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

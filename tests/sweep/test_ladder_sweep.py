@@ -1,0 +1,44 @@
+"""A budget ladder as a sweep: the trunk and its branches run in order, the branches find the trunk
+through `{sweep_dir}`, and experiments/convergence.py's runs are the ladder the README registers."""
+import json
+import os
+
+from vitjax import rundir
+from vitjax.sweep import runner, spec
+from tests.sweep.test_spec import _sweep_file
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+LADDER = """
+def get_runs(arg=None):
+    wsd = {"schedule": "wsd", "cooldown_fraction": 0.25, "checkpoint_every_steps": 100, "log_every_steps": 4}
+    return [("trunk", TINY, {**wsd, "total_steps": 24, "keep_checkpoint_steps": (9,)}),
+            ("rung_12", TINY, {**wsd, "total_steps": 12, "branch_from": "{sweep_dir}/trunk"})]
+"""
+
+
+def test_a_ladder_sweep_trains_its_trunk_then_branches_off_it(tmp_path):
+    sweep = spec.load(_sweep_file(tmp_path, LADDER))
+    workdir = str(tmp_path / "runs")
+    assert runner.run_sweep(sweep, workdir, fewshot=False, echo=lambda *a: None) == 0
+    rung = os.path.join(workdir, "rung_12")
+    assert rundir.read_json(rung, rundir.CONFIG)["branch_from"] == os.path.join(os.path.abspath(workdir), "trunk")
+    assert [row["step"] for row in rundir.read_metrics(rung) if "loss" in row][0] == 12  # only its cooldown
+    with open(os.path.join(workdir, "results.json")) as f:
+        assert {r["name"]: r["status"] for r in json.load(f)["runs"]} == {"trunk": "finished", "rung_12": "finished"}
+    # Run again: the resolved directory is the recorded one, so both are finished, not stale.
+    lines = []
+    assert runner.run_sweep(spec.load(_sweep_file(tmp_path, LADDER)), workdir, fewshot=False, echo=lines.append) == 0
+    assert not any("stale" in str(line) for line in lines)
+
+
+def test_the_convergence_sweep_is_the_registered_ladder():
+    sweep = spec.load(os.path.join(ROOT, "experiments", "convergence.py") + ":part=1")
+    runs = {r.name: r.overrides for r in sweep.runs}
+    assert len(runs) == 2 * 3 * 3  # two families, three sizes, three rungs
+    trunk, rung = runs["vit_n55000_s0_x4"], runs["vit_n55000_s0_x2"]
+    assert trunk["total_steps"] == 4 * 3_438 and trunk["schedule"] == "wsd"
+    assert rung["total_steps"] == 2 * 3_438 and rung["branch_from"] == "{sweep_dir}/vit_n55000_s0_x4"
+    # The trunk keeps exactly the steps where the 1x and 2x cooldowns start (the last 20% of each).
+    assert list(trunk["keep_checkpoint_steps"]) == [3_438 - round(0.2 * 3_438), 6_876 - round(0.2 * 6_876)]
+    assert runs["bit_n550_s0_x1"]["total_steps"] == 1_200
