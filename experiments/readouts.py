@@ -82,12 +82,26 @@ def verdict_of(q: float, tau, *, at_least: bool = False) -> str:
     return "holds" if q > tau else "fails" if q < -tau else "inconclusive"
 
 
+def seeds_to_decide(result: dict, max_seeds: int = 20) -> int | None:
+    """The fewest paired seeds at which the observed mean Q would clear the t-based threshold, were the
+    per-seed spread to stay as observed: min n with |Q| > max(t(0.975, n-1) sd / sqrt(n), floor).
+    None when no n up to `max_seeds` would (|Q| at or below the floor, or too noisy); only for paired Q."""
+    if len(result.get("per_seed", ())) < 2:
+        return None
+    sd = statistics.stdev(result["per_seed"])
+    for n in range(2, max_seeds + 1):
+        if abs(result["q"]) > t_threshold(sd / math.sqrt(n), n - 1):
+            return n
+    return None
+
+
 def decide(result: dict, *, at_least: bool = False) -> dict:
     """Adds tau and the verdict under the registered rule, tau_t and verdict_t under the t-based one."""
     tau = max(2 * result["se"], FLOOR)
     tau_t = t_threshold(result["se"], result.get("df"))
     return {**result, "tau": tau, "verdict": verdict_of(result["q"], tau, at_least=at_least),
-            "tau_t": tau_t, "verdict_t": verdict_of(result["q"], tau_t, at_least=at_least)}
+            "tau_t": tau_t, "verdict_t": verdict_of(result["q"], tau_t, at_least=at_least),
+            "seeds_to_decide_t": seeds_to_decide(result)}
 
 
 def gap(rows, size) -> dict:
@@ -457,6 +471,27 @@ def _provisional_without_spread(decided: dict) -> dict:
     return decided
 
 
+def tuning(rows) -> dict:
+    """Per 'family_n<size>' of experiments/tuning.py's runs: best validation accuracy (points) of each
+    (lr, weight decay), the pick (the highest) and the grid edges it sits on (then the grid extends)."""
+    found = {}
+    for r in rows:
+        if r.get("status") == "finished":
+            config = r["config"]
+            found.setdefault((r["family"], r["train_size"]), {})[(config["lr"], config["weight_decay"])] = (
+                100 * r["best_val_accuracy"])
+    out = {}
+    for (family, size), grid in sorted(found.items()):
+        (lr, wd), best = max(grid.items(), key=lambda item: item[1])
+        rates, decays = sorted({k[0] for k in grid}), sorted({k[1] for k in grid})
+        edges = [name for name, value, axis in (("lowest lr", lr, rates[0]), ("highest lr", lr, rates[-1]),
+                                               ("lowest wd", wd, decays[0]), ("highest wd", wd, decays[-1]))
+                 if value == axis]
+        out[f"{family}_n{size}"] = {"pick": {"lr": lr, "weight_decay": wd, "val": best}, "edges": edges,
+                                    "grid": [{"lr": k[0], "weight_decay": k[1], "val": v} for k, v in sorted(grid.items())]}
+    return out
+
+
 def _numbers(r: dict) -> str:
     """Q with both thresholds and how Q was computed, as far as the read-out has them."""
     if "tau" not in r:
@@ -479,6 +514,7 @@ def main(argv=None) -> int:
                                                "the plain arm's 55k ViT")
     parser.add_argument("--convergence", help="experiments/convergence.py's sweep (or results) directory: the budget "
                                               "ladder and C1-C4 at each family's converged budget")
+    parser.add_argument("--tuning", help="experiments/tuning.py's sweep (or results) directory: each family's pick")
     parser.add_argument("--out", help="write the read-outs as JSON here")
     parser.add_argument("--markdown", action="store_true", help="also print the plain arm's table (markdown)")
     args = parser.parse_args(argv)
@@ -508,6 +544,10 @@ def main(argv=None) -> int:
         found.update(segmentation_arm(args.segmentation))
     if args.convergence:
         found.update(converged_arm(table.read(args.convergence)))
+    if args.tuning:
+        for name, point in tuning(table.read(args.tuning)).items():
+            print(f"{name}: pick lr {point['pick']['lr']:g}, wd {point['pick']['weight_decay']:g} "
+                  f"({point['pick']['val']:.2f}% validation){'; on the grid edge: ' + ', '.join(point['edges']) if point['edges'] else ''}")
     for name, r in found.items():
         print(f"{name}: {r['verdict']:12s} t-based: {r['verdict_t']:12s} {_numbers(r)}")
     if args.out:

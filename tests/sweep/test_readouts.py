@@ -354,3 +354,21 @@ def test_converged_read_outs_take_each_family_at_its_chosen_budget():
 def test_converged_read_outs_refuse_runs_of_different_hosts_or_code():
     with pytest.raises(ValueError, match="differ in host, devices or code"):
         readouts.converged_arm(_ladder_table(key_of_bit_55k="host B"))
+
+
+def test_seeds_to_decide_from_the_observed_effect_and_spread():
+    # Q = 1.0, sd = 0.5: n = 3 gives t(0.975, 2) 0.5 / sqrt(3) = 1.24 > 1; n = 4: 3.182 x 0.25 = 0.80 < 1.
+    assert readouts.seeds_to_decide({"q": 1.0, "per_seed": [0.5, 1.0, 1.5]}) == 4
+    assert readouts.seeds_to_decide({"q": 0.4, "per_seed": [0.3, 0.5]}) is None  # below the 0.5 floor
+    assert readouts.seeds_to_decide({"q": 2.0, "se": 0.0}) is None  # unpaired: no per-seed spread
+
+
+def test_tuning_picks_the_best_validation_and_names_the_edges_it_sits_on():
+    rows = []
+    for lr, wd, val in ((1e-3, 1e-4, 80.0), (2e-3, 1e-4, 81.0), (4e-3, 1e-4, 82.0), (1e-3, 0.05, 79.0),
+                        (2e-3, 0.05, 81.5), (4e-3, 0.05, 81.9)):
+        rows.append({"status": "finished", "family": "bit", "train_size": 550, "best_val_accuracy": val / 100,
+                     "accuracy": 0.0, "config": {"lr": lr, "weight_decay": wd}})
+    found = readouts.tuning(rows)["bit_n550"]
+    assert found["pick"] == {"lr": 4e-3, "weight_decay": 1e-4, "val": pytest.approx(82.0)}
+    assert found["edges"] == ["highest lr", "lowest wd"]  # the grid extends past both before it counts
