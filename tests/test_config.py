@@ -82,6 +82,32 @@ def test_load_config_locks_the_config_and_names_a_bad_file(tmp_path):
         config_layer.load_config(str(empty))
 
 
+@pytest.mark.parametrize("body,message", [
+    ("from vitjax.config import base\ndef get_config(arg=None):\n    c = base()\n    c.learning_rate = 5.0\n"
+     "    c.data.pp_trian = 'x'\n    return c\n",
+     r"sets keys the config schema does not have.*:\n  data.pp_trian; did you mean 'data.pp_train'\?\n  learning_rate$"),
+    ("def get_config(:\n", r"could not be loaded: SyntaxError"),
+    ("import no_such_module\n", r"could not be loaded: ModuleNotFoundError: No module named 'no_such_module'"),
+    ("def get_config(arg=None):\n    return undefined_name\n", r"get_config\(None\) of .* failed: NameError"),
+    ("def get_config(arg=None):\n    return dict(lr=1.0)\n", r"returned a dict, not a ConfigDict"),
+])
+def test_a_mistake_inside_a_config_file_is_named_at_load(tmp_path, body, message):
+    path = tmp_path / "mine.py"
+    path.write_text(body)
+    with pytest.raises(config_layer.ConfigError, match=message):
+        config_layer.load_config(str(path))
+
+
+def test_model_arguments_in_a_config_file_stay_free_until_the_model_checks_them(tmp_path):
+    from vitjax import models
+    path = tmp_path / "mine.py"
+    path.write_text(f"import sys\nsys.path.insert(0, {os.path.dirname(TINY)!r})\nimport tiny_config\n"
+                    "def get_config(arg=None):\n    c = tiny_config.get_config()\n    c.model.widht = 3\n    return c\n")
+    config = config_layer.load_config(str(path))
+    with pytest.raises(ValueError, match=r"model.widht is no argument of ViT; did you mean model.width\?"):
+        models.build(config.model_name, 4, **config.model)
+
+
 def test_split_path_keeps_colons_inside_the_arg():
     assert config_layer.split_path("a/b.py:x=1,name=c:d") == ("a/b.py", "x=1,name=c:d")
     assert config_layer.split_path("a/b.py") == ("a/b.py", None)

@@ -108,6 +108,9 @@ def _train(args):
     except preemption.Preempted as notice:
         print(notice, flush=True)
         sys.exit(preemption.PREEMPTED_EXIT_CODE)
+    except KeyboardInterrupt:  # a second Ctrl-C (the first saves and exits as preempted)
+        sys.exit("vitjax train: stopped by a second Ctrl-C, unsaved; the same command resumes from the newest "
+                 "checkpoint")
     except (ValueError, FileNotFoundError, trainer.NonFiniteLoss, rundir.WorkdirInUse) as error:
         sys.exit(f"vitjax train: error: {error}")
 

@@ -325,17 +325,49 @@ def load_module(path: str, name: str = "vitjax_config_file"):
 def load_config(path_with_arg: str) -> ml_collections.ConfigDict:
     """`get_config(arg)` of a config file, locked: no key can be added by mistake."""
     path, arg = split_path(path_with_arg)
-    module = load_module(path)
+    try:
+        module = load_module(path)
+    except FileNotFoundError:
+        raise
+    except Exception as error:  # the file's own SyntaxError, NameError, ImportError...: the user's to fix
+        raise ConfigError(f"config file {path!r} could not be loaded: {type(error).__name__}: {error}") from None
     if not hasattr(module, "get_config"):
         raise ConfigError(f"config file {path!r} defines no get_config(arg) function")
     try:
         config = module.get_config(arg) if arg is not None else module.get_config()
     except ConfigError as error:  # its parse_arg refused the arg: say which file took it
         raise type(error)(f"{path}: {error}") from None
+    except Exception as error:
+        raise ConfigError(f"get_config({arg!r}) of {path!r} failed: {type(error).__name__}: {error}") from None
     if not isinstance(config, ml_collections.ConfigDict):
-        raise TypeError(f"get_config of {path!r} returned a {type(config).__name__}, not a ConfigDict")
+        raise ConfigError(f"get_config of {path!r} returned a {type(config).__name__}, not a ConfigDict: start "
+                          f"from vitjax.config.base() and return it")
+    _check_schema(config, path)
     config.lock()
     return config
+
+
+def _check_schema(config: ml_collections.ConfigDict, path: str) -> None:
+    """Refuses a key a config file set that the schema (base()) does not have, e.g. `c.learning_rate =
+    5.0` for c.lr, which would otherwise train at the default rate. The model-argument groups are free
+    (each model class checks its own arguments when the trainer builds it)."""
+    known = _flat_keys(base())
+    unknown = [key for key in _flat_keys(config) - known
+               if not any(key.startswith(group + ".") for group in _MODEL_GROUPS)]
+    if unknown:
+        raise UnknownKeyError(f"config file {path!r} sets keys the config schema does not have (vitjax/config.py's "
+                              f"base() lists every key):" + "".join(f"\n  {key}{_closest(key, known)}"
+                                                                    for key in sorted(unknown)))
+
+
+def _flat_keys(config: ml_collections.ConfigDict, prefix: str = "") -> set:
+    keys = set()
+    for key, value in config.items():
+        if isinstance(value, ml_collections.ConfigDict):
+            keys |= _flat_keys(value, f"{prefix}{key}.")
+        else:
+            keys.add(prefix + key)
+    return keys
 
 
 # --- Overrides ----------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 SIGTERM reaches the hosts of a pod slice at different moments; if each saved when it saw it, the
 checkpoint would be a collective that some processes never join. jax.distributed's preemption
-service agrees on one step; the trainer asks it after every step (trainer._SigtermFlag).
+service agrees on one step; the trainer asks it after every step (trainer._StopFlag).
 
 30 steps and no periodic checkpoint keep it to two start-ups of a 2-process run; the notice is sent as
 soon as the first step is logged, so it lands early in training whatever the machine's load.

@@ -79,7 +79,8 @@ def test_a_preempted_run_resumes_with_its_best_so_far(validated, tmp_path, monke
     stop = uninterrupted["best_step"] + 1
     assert stop < 30
     workdir = str(tmp_path / "w")
-    monkeypatch.setattr(trainer._SigtermFlag, "check", lambda self, step: setattr(self, "raised", step == stop))
+    monkeypatch.setattr(trainer._StopFlag, "check",
+                        lambda self, step: setattr(self, "raised", "SIGTERM" if step == stop else None))
     with pytest.raises(Preempted, match=f"SIGTERM at step {stop}"):
         trainer.train(_config(), workdir)
     monkeypatch.undo()

@@ -112,17 +112,32 @@ def _losses_by_step(workdir) -> dict:
     return {row["step"]: row["loss"] for row in rundir.read_metrics(workdir) if "loss" in row}
 
 
-def test_sigterm_saves_the_current_step_and_exits_preempted(uninterrupted, tmp_path):
+@pytest.mark.parametrize("sig,name", [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
+def test_sigterm_or_a_first_ctrl_c_saves_the_current_step_and_exits_preempted(uninterrupted, tmp_path, sig, name):
     process = _start_and_wait(tmp_path, 8)
-    process.send_signal(signal.SIGTERM)
+    process.send_signal(sig)
     output = process.communicate(timeout=300)[0]
     assert process.returncode == preemption.PREEMPTED_EXIT_CODE, output[-3000:]
     saved = rundir.checkpoint_steps(rundir.checkpoint_dir(tmp_path))[-1]
-    assert f"SIGTERM at step {saved}" in output
+    assert f"{name} at step {saved}" in output and "Traceback" not in output
     run = _run(tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"resuming from step {saved}" in run.stdout
     _assert_bitwise_equal(_final_params(tmp_path), _final_params(uninterrupted))
+
+
+def test_a_second_ctrl_c_stops_at_once():
+    """In this process: two SIGINTs sent back to back reach Python's handler as one, so the subprocess
+    tests above cannot time a second one."""
+    flag = trainer._StopFlag()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert flag.raised == "Ctrl-C"
+        with pytest.raises(KeyboardInterrupt, match="second Ctrl-C"):
+            os.kill(os.getpid(), signal.SIGINT)
+    finally:
+        flag.restore()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def _corrupt_latest(workdir, how):

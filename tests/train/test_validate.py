@@ -67,6 +67,13 @@ def test_a_workdir_that_is_a_file_is_refused(tmp_path):
     assert path.read_text() == "not a run"
 
 
+@pytest.mark.parametrize("name", ["exp[1]", "exp*", "what?"])
+def test_a_workdir_the_checkpoint_library_would_read_as_a_pattern_is_refused(tmp_path, name):
+    with pytest.raises(ValueError, match=r"holds one of \[ \] \* \?, which the checkpoint library reads as a file pattern"):
+        trainer.train(tiny_config.get_config(), str(tmp_path / name / "run"))
+    assert not (tmp_path / name).exists()
+
+
 def test_cli_refuses_a_bad_value_without_a_traceback(tmp_path):
     """The CPU runtime choices divide by grad_accum_steps before the trainer starts: checked before them."""
     run = subprocess.run([sys.executable, "-m", "vitjax", "train", "--config", TINY, "--workdir",

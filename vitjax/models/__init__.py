@@ -1,6 +1,7 @@
 """Model families: ViT (and the R50+ViT hybrid), BiT ResNet-v2, Swin, and the MAE and DINO pre-training
 models, as flax.linen modules."""
 import dataclasses
+import difflib
 
 import jax.numpy as jnp
 
@@ -27,6 +28,13 @@ def build(name: str, num_classes: int, *, dtype: str = "float32", param_dtype: s
         raise ValueError(f"unknown model {name!r}; choose one of {sorted(FAMILIES)}")
     family = FAMILIES[name]
     fields = {k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}
+    known = {f.name for f in dataclasses.fields(family)} - {"parent", "name"}
+    unknown = sorted(set(fields) - known)
+    if unknown:
+        raise ValueError(f"model.{unknown[0]} is no argument of {family.__name__}"
+                         + "".join(f"; did you mean model.{close[0]}?" for close in
+                                   [difflib.get_close_matches(unknown[0], sorted(known), n=1)] if close)
+                         + f" (its arguments: {', '.join(sorted(known - {'dtype', 'param_dtype', 'num_classes'}))})")
     if "num_classes" in {f.name for f in dataclasses.fields(family)}:
         fields["num_classes"] = num_classes
     return family(dtype=jnp.dtype(dtype), param_dtype=jnp.dtype(param_dtype), **fields)

@@ -209,7 +209,7 @@ def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
         validation = _validation(config, p, spec, workdir)
         log = _metrics_log(workdir, int(state.step), p.total_steps)
         batches = _train_batches(config, int(state.step), batch_sharding)
-        stop = _SigtermFlag()
+        stop = _StopFlag()
         profiler = profile.Window(config.profile_steps, workdir, int(state.step))
         try:
             state = _loop(config, p, state, compiled, batches, dropout_key, ckpt=ckpt, log=log,
@@ -382,7 +382,7 @@ def _loop(config, p: Plan, state, compiled, batches, dropout_key, *, ckpt, log, 
             _check_finite(pending, config.nan_policy, ckpt)
             _save(ckpt, done, state, ckpt_meta())
         if stop.raised:
-            raise Preempted(f"SIGTERM at step {done}; checkpoint saved, re-run the same command to resume")
+            raise Preempted(f"{stop.raised} at step {done}; checkpoint saved, re-run the same command to resume")
     if pending is not None:
         _check_finite(pending, config.nan_policy, ckpt)
     return state
@@ -490,29 +490,39 @@ def _duration(seconds: float) -> str:
     return f"{hours}h{rest // 60:02d}m{rest % 60:02d}s" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
-class _SigtermFlag:
-    """Turns SIGTERM (a preemption notice) into a flag the loop checks after each step.
+class _StopFlag:
+    """Turns SIGTERM (a preemption notice) and a first Ctrl-C (SIGINT) into a flag the loop checks after
+    each step: the step is saved and the run exits as preempted (status 75), resumable by the same
+    command. A second Ctrl-C stops at once (KeyboardInterrupt), losing the steps since the last save.
 
     With several processes the notice can reach them at different steps, and all of them must save
     the same step together. There JAX's preemption service (started by jax.distributed.initialize)
-    catches SIGTERM itself and agrees on one step for every process; `check(step)` asks it.
+    catches SIGTERM itself and agrees on one step for every process; `check(step)` asks it, and Ctrl-C
+    keeps Python's default (a terminal reaches one host only).
     """
 
     def __init__(self):
-        self.raised = False
+        self.raised = None  # the signal's name once one arrived
         self._shared = jax.process_count() > 1 and jax.config.jax_enable_preemption_service
-        self._previous = None if self._shared else signal.signal(signal.SIGTERM, self._handle)
+        self._previous = {} if self._shared else {
+            sig: signal.signal(sig, self._handle) for sig in (signal.SIGTERM, signal.SIGINT)}
 
     def _handle(self, signum, frame):
-        self.raised = True
+        if signum == signal.SIGINT and self.raised == "Ctrl-C":
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            raise KeyboardInterrupt("a second Ctrl-C: stopped without saving")
+        if signum == signal.SIGINT:
+            print("Ctrl-C: saving this step's checkpoint, then stopping (Ctrl-C again stops at once, unsaved)",
+                  flush=True)
+        self.raised = self.raised or ("Ctrl-C" if signum == signal.SIGINT else "SIGTERM")
 
     def check(self, step: int) -> None:
         if self._shared and multihost_utils.reached_preemption_sync_point(step):
-            self.raised = True
+            self.raised = "SIGTERM"
 
     def restore(self):
-        if self._previous is not None:
-            signal.signal(signal.SIGTERM, self._previous)
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
 
 
 def _claim(workdir, config, force):

@@ -138,6 +138,12 @@ def workdir(path: str) -> None:
     path below a file, or one this user cannot write. A gs:// (or s3://, az://) workdir passes: every
     file of a run goes through vitjax/storage.py (etils.epath) and orbax, and whether the bucket can be
     written shows at the first write (the config.json the trainer writes before anything else)."""
+    if any(char in path for char in "[]*?"):
+        # Orbax finds each save's per-process data with a glob under the step's directory: these
+        # characters in any parent make it a pattern, the merge is skipped and the step cannot be read back.
+        raise ValueError(f"workdir {path!r} holds one of [ ] * ?, which the checkpoint library reads as a "
+                         f"file pattern (its saves could not be read back); choose a path without them, e.g. "
+                         f"{path.translate(str.maketrans('[]*?', '()__'))!r}")
     if "://" in path:
         scheme = path.split("://", 1)[0]
         if scheme not in REMOTE_SCHEMES:
