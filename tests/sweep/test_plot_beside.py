@@ -70,3 +70,46 @@ def test_the_compute_figure_gives_two_arms_of_one_model_their_own_points_and_fro
               plots._compute_series(aggregate.groups(rows))}
     assert series == {"DeiT (distilled ViT) (deit)": ("tab:purple", 2),
                       "DeiT (distilled ViT) (deitaug)": ("tab:green", 2), "ViT": ("tab:blue", 4)}
+
+
+def test_the_family_colour_goes_to_the_familys_own_arm_whatever_the_order():
+    """Fine-tuned ViTs (dino_ft, mae_ft) beside the plain ViT: the plain one keeps the ViT's blue."""
+    from vitjax.sweep import aggregate
+
+    def arm(prefix, lr):
+        rows = [{**_row("vit", n, s, 0.7), "name": f"{prefix}_n{n}_s{s}"} for n in (100, 1000) for s in (0, 1)]
+        for r in rows:
+            r["config"]["lr"] = lr
+        return rows
+    rows = arm("dino_ft", 1e-3) + arm("mae_ft", 2e-3) + arm("vit", 3e-3)
+    colours = {label: colour for label, colour, _ in
+               plots._groups(aggregate.groups(rows), "train_size", ("data.train_size",))}
+    assert colours["vit (vit)"] == "tab:blue" and "tab:blue" not in (colours["vit (dino_ft)"], colours["vit (mae_ft)"])
+
+
+def test_compute_fronts_are_taken_within_one_training_set_size(tmp_path):
+    rows = []
+    for n, vit_flops, bit_flops, vit_acc, bit_acc in ((100, 2e9, 3e9, 0.6, 0.7), (1000, 1e9, 4e9, 0.9, 0.8)):
+        for s in (0, 1):
+            rows += [{**_row("vit", n, s, vit_acc), "train_flops": vit_flops},
+                     {**_row("bit", n, s, bit_acc), "train_flops": bit_flops}]
+    out = tmp_path / "out"
+    out.mkdir()
+    plots.compute(rows, str(out))
+    with open(out / "compute.csv") as f:
+        pareto = {(r["family"], r["train_size"]): r["pareto"] for r in csv.DictReader(f)}
+    # Each size's points are the only ones of their series there: each is its own front. One front across
+    # sizes would have dropped the 100-image ViT (2 GFLOP, 60%: the 1,000-image ViT does better with less).
+    assert set(pareto.values()) == {"True"}
+
+
+def test_a_line_is_broken_where_it_has_no_run():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    members = [{"train_size": n, "accuracy_mean": 0.5} for n in (100, 1000, 100_000)]
+    plots._gapped_line(ax, [100, 1000, 10_000, 100_000], members, "accuracy")
+    ys = ax.lines[0].get_ydata()
+    assert list(ys[:2]) == [50.0, 50.0] and ys[2] != ys[2] and ys[3] == 50.0  # NaN at 10k: no segment there
+    plt.close(fig)

@@ -69,7 +69,7 @@ def _groups(groups, column: str, varying: tuple, min_points: int = 2) -> list[tu
                   key=lambda m: (m[0]["model"], _run_prefix(m)))
     names = [m[0]["model"] for m in kept]
     lines = [(f"{name} ({_run_prefix(m)})" if names.count(name) > 1 else name, m) for name, m in zip(names, kept)]
-    colours = _line_colours([m[0]["family"] for m in kept])
+    colours = _line_colours([m[0]["family"] for m in kept], [_run_prefix(m) for m in kept])
     return [(label, colour, m) for (label, m), colour in zip(lines, colours)]
 
 
@@ -80,15 +80,19 @@ def _run_prefix(members) -> str:
     return re.sub(r"([_\-]*n\d*)?([_\-]*s\d*)?[_\-]*$", "", prefix) or "?"
 
 
-def _line_colours(families) -> list[str]:
-    """The family's colour for its first line; its further lines take tab10 colours no family here uses."""
+def _line_colours(families, prefixes=None) -> list[str]:
+    """The family's colour for its own line (the one whose runs are named after the family, e.g. the plain
+    arm's vit_n550_s0 beside a fine-tuned dino_ft_...; else its first line), so a family looks the same in
+    every figure; its further lines take tab10 colours no family here uses."""
+    prefixes = prefixes or [None] * len(families)
     reserved = {_style(family)[0] for family in families}
     spare = [c for c in ("tab:green", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray") if c not in reserved]
-    colours, seen = [], set()
-    for family in families:
-        colours.append(_style(family)[0] if family not in seen or not spare else spare.pop(0))
-        seen.add(family)
-    return colours
+    home = {}
+    for i, (family, prefix) in enumerate(zip(families, prefixes)):
+        if family not in home or (prefix == family and prefixes[home[family]] != family):
+            home[family] = i
+    return [_style(family)[0] if home[family] == i or not spare else spare.pop(0)
+            for i, family in enumerate(families)]
 
 
 def _write_csv(path, groups, columns):
@@ -143,14 +147,15 @@ def seed_note(groups) -> str:
     return f"mean ± std over {seeds}"
 
 
-def _title(fig, meta, groups, what: str) -> None:
-    """The figure's title: the sweep's TITLE (else `what`), its BUDGET and how many seeds each point has."""
+def _title(fig, meta, groups, what: str, note: str = "") -> None:
+    """The figure's title: the sweep's TITLE (else `what`), its BUDGET, how many seeds each point has and
+    a `note` on what the figure leaves out."""
     meta = meta or {}
     width = int(fig.get_figwidth() * 14)
     lines = [meta.get("title") or what]
     if meta.get("budget"):
         lines.append(f"budget: {meta['budget']}")
-    lines.append(seed_note(groups))
+    lines.append(seed_note(groups) + (f"; {note}" if note else ""))
     fig.suptitle("\n".join(textwrap.fill(line, width) for line in lines), fontsize=9)
 
 
@@ -186,6 +191,13 @@ def _value_ticks(ax, values, units=COUNT_UNITS) -> None:
     ax.minorticks_off()
 
 
+def _linear_ticks(ax, units=COUNT_UNITS) -> None:
+    """A linear x axis with a few ticks in plain numbers (9.9T): for values within a factor of ~3."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+    ax.xaxis.set_major_locator(MaxNLocator(4))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: _short(value, units) if value > 0 else "0"))
+
+
 # --- (a) accuracy vs data size --------------------------------------------------------------------
 
 def data_scaling(rows, out, meta=None) -> list[str]:
@@ -199,17 +211,20 @@ def data_scaling(rows, out, meta=None) -> list[str]:
     plt, fig, axes = _figure(1 + len(probes))
     styles = ["-", "--", "-.", ":"]
     table = []
+    sizes = sorted({g["train_size"] for g in drawn})
     for label, color, members in lines:
         members = sorted(members, key=lambda g: g["train_size"])
         marker = _style(members[0]["family"])[1]
         _errorbar(axes[0], [g["train_size"] for g in members], members, "accuracy", marker=marker, color=color,
-                  label=label)
+                  linestyle="none")
+        _gapped_line(axes[0], sizes, members, "accuracy", color=color, marker=marker, label=label)
         for ax, (probe, shots) in zip(axes[1:], probes.items()):
             for i, k in enumerate(shots):
                 probed = [g for g in members if g.get(f"{probe}_{k}shot_mean") is not None]
                 if probed:
                     _errorbar(ax, [g["train_size"] for g in probed], probed, f"{probe}_{k}shot", marker=marker,
-                              color=color, linestyle=styles[i % 4], markersize=4)
+                              color=color, linestyle="none", markersize=4)
+                    _gapped_line(ax, sizes, probed, f"{probe}_{k}shot", color=color, linestyle=styles[i % 4])
         table += [{**g, "line": label} for g in members]
     axes[0].set_title("Test accuracy", fontsize=9)
     axes[0].set_ylabel(accuracy_label(drawn))
@@ -228,6 +243,13 @@ def data_scaling(rows, out, meta=None) -> list[str]:
                "params", "train_flops", "examples_seen", "runs"]
     return [_save(plt, fig, storage.join(out, "data_scaling.png")),
             _write_csv(storage.join(out, "data_scaling.csv"), table, columns)]
+
+
+def _gapped_line(ax, sizes, members, metric, **style) -> None:
+    """Joins a line's points, broken at each size of the figure the line has no run at (a line drawn
+    across such a size would claim an accuracy nobody measured)."""
+    by_size = {g["train_size"]: 100 * g[f"{metric}_mean"] for g in members}
+    ax.plot(sizes, [by_size.get(size, math.nan) for size in sizes], **style)
 
 
 def _stat_columns(metrics, stats=aggregate.STATS) -> list[str]:
@@ -298,11 +320,11 @@ def pareto_front(groups) -> list[dict]:
 
 
 def _annotate(ax, members) -> None:
-    """Names each point of a family by its training-set size, and by its model where the family has several."""
-    several = len({g["model"] for g in members}) > 1
+    """Names each point of a panel by its model where the series holds several (the panel is one size)."""
+    if len({g["model"] for g in members}) < 2:
+        return
     for g in members:
-        parts = ([g["model"]] if several else []) + ([_short(g["train_size"])] if g.get("train_size") else [])
-        ax.annotate(", ".join(parts), (g["train_flops"], 100 * g["accuracy_mean"]), fontsize=6, xytext=(4, -2),
+        ax.annotate(g["model"], (g["train_flops"], 100 * g["accuracy_mean"]), fontsize=6, xytext=(4, -2),
                     textcoords="offset points")
 
 
@@ -325,32 +347,57 @@ def _compute_series(groups) -> list[tuple[str, str, str, list]]:
 
 
 def compute(rows, out, meta=None) -> list[str]:
+    """Accuracy against training FLOPs, a panel per training-set size: a Pareto front compares ways of
+    spending compute on the same data, so each series' front is drawn within one size only."""
     groups = [g for g in aggregate.groups(rows) if (g.get("train_flops") or 0) > 0]
     if not groups:
         raise Skipped("needs finished runs with train_flops in their results")
-    plt, fig, axes = _figure(1)
-    ax, table = axes[0], []
-    for label, color, marker, members in _compute_series(groups):
-        front = pareto_front(members)
-        _errorbar(ax, [g["train_flops"] for g in members], members, "accuracy", color=color, marker=marker,
-                  linestyle="none", label=label)
-        # Carried on to the family's largest budget: the best accuracy bought with at most x FLOPs.
-        xs = [g["train_flops"] for g in front] + [max(g["train_flops"] for g in members)]
-        ys = [100 * g["accuracy_mean"] for g in front] + [100 * front[-1]["accuracy_mean"]]
-        ax.step(xs, ys, where="post", color=color, alpha=0.6, linewidth=1.2)
-        _annotate(ax, members)
-        table += [{**g, "pareto": any(g is f for f in front)} for g in members]
-    _value_ticks(ax, [g["train_flops"] for g in groups], FLOP_UNITS)
-    ax.margins(x=0.15)  # room for the right-most points' names
-    ax.set_xlabel("training compute [FLOPs] (XLA cost analysis x steps)")
-    ax.set_ylabel(accuracy_label(groups))
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, title="line: Pareto front", title_fontsize=7)
-    _title(fig, meta, groups, "Accuracy vs training compute")
+    sizes = sorted({g.get("train_size") or 0 for g in groups})
+    plt, fig, axes = _panels(len(sizes))
+    table, series = [], _compute_series(groups)
+    for ax, size in zip(axes, sizes):
+        for label, color, marker, members in series:
+            here = [g for g in members if (g.get("train_size") or 0) == size]
+            if here:
+                table += _draw_front(ax, here, label, color, marker)
+        _linear_ticks(ax, FLOP_UNITS)
+        ax.margins(x=0.2)
+        ax.set_title(f"{_short(size)} training images" if size else "training set as configured", fontsize=9)
+        ax.set_xlabel("training FLOPs (train steps only)")
+        ax.set_ylabel(accuracy_label(groups))
+        ax.grid(True, which="both", alpha=0.3)
+    for ax in axes[len(sizes):]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize=7, title="line: Pareto front", title_fontsize=7)
+    _title(fig, meta, groups, "Accuracy vs training compute", note="FLOPs: XLA's cost analysis of a train step x "
+           "steps; validation passes, a teacher's training and a pre-training are not counted")
     columns = ["family", "model", "train_size", "patch_size", "n", "seeds", *_stat_columns(["accuracy"]),
                "accuracy_from", "train_flops", "flops_per_step", "params", "pareto", "runs"]
     return [_save(plt, fig, storage.join(out, "compute.png")),
             _write_csv(storage.join(out, "compute.csv"), table, columns)]
+
+
+def _panels(n: int, per_row: int = 3):
+    """A figure of n panels, at most `per_row` a row; returns (plt, fig, flat list of axes)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cols, rows = min(n, per_row), -(-n // per_row)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.9 * rows + 0.8), squeeze=False)
+    return plt, fig, [ax for row in axes for ax in row]
+
+
+def _draw_front(ax, members, label, color, marker) -> list[dict]:
+    """One series' points and Pareto front in one panel; returns its table rows."""
+    front = pareto_front(members)
+    _errorbar(ax, [g["train_flops"] for g in members], members, "accuracy", color=color, marker=marker,
+              linestyle="none", label=label)
+    # Carried on to the series' largest budget: the best accuracy bought with at most x FLOPs.
+    xs = [g["train_flops"] for g in front] + [max(g["train_flops"] for g in members)]
+    ys = [100 * g["accuracy_mean"] for g in front] + [100 * front[-1]["accuracy_mean"]]
+    ax.step(xs, ys, where="post", color=color, alpha=0.6, linewidth=1.2)
+    _annotate(ax, members)
+    return [{**g, "pareto": any(g is f for f in front)} for g in members]
 
 
 # --- (c) patch size -------------------------------------------------------------------------------
