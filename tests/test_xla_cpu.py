@@ -127,8 +127,9 @@ for arg in sys.argv[1:]:
 config.lock()
 choices = xla_cpu.choose(config)
 import jax
-print(json.dumps({"devices": jax.device_count(), "kernels": list(config.model.get("kernels", ["<absent>"])),
-                  "options": dict(config.compiler_options), "xla_flags": os.environ.get("XLA_FLAGS", "")}))
+print(json.dumps({"devices": jax.device_count(), "kernels": list(choices.model_args(config).get("kernels", ["<absent>"])),
+                  "options": choices.options_for(config), "xla_flags": os.environ.get("XLA_FLAGS", ""),
+                  "config_untouched": "kernels" not in config.model or sys.argv[1:] != []}))
 """
 
 
@@ -145,16 +146,17 @@ def test_choose_applies_the_cpu_defaults_and_says_so_once():
     assert chosen["devices"] == 4
     assert tuple(chosen["kernels"]) == xla_cpu.MODEL_KERNELS
     assert chosen["options"] == xla_cpu.COMPILER_OPTIONS
+    assert chosen["config_untouched"]  # the choices are runtime: the config stays as the user wrote it
     assert len(printed) == 1 and printed[0].startswith("CPU: 4 XLA devices") and "VITJAX_CPU_DEVICES=1" in printed[0]
 
 
 def test_the_config_and_the_environment_win():
     printed, chosen = _choose("config.model.kernels = ()",
                               "config.compiler_options = {'xla_cpu_enable_fast_math': False}")
-    assert chosen["kernels"] == [] and chosen["options"] == {"xla_cpu_enable_fast_math": False}
+    assert chosen["kernels"] == ["<absent>"] and chosen["options"] == {"xla_cpu_enable_fast_math": False}
     assert "model kernels" not in printed[0] and "XLA options" not in printed[0]
     printed, chosen = _choose(VITJAX_CPU_DEVICES="1", VITJAX_XLA_CPU_DEFAULTS="0")
-    assert chosen == {"devices": 1, "kernels": ["<absent>"], "options": {}, "xla_flags": ""}
+    assert chosen == {"devices": 1, "kernels": ["<absent>"], "options": {}, "xla_flags": "", "config_untouched": True}
     assert printed == ["CPU: 1 XLA devices (off: VITJAX_TCMALLOC=0, VITJAX_CPU_DEVICES=1, "
                        "VITJAX_XLA_CPU_DEFAULTS=0; why: vitjax/xla_cpu.py)"]
 
@@ -181,9 +183,14 @@ def test_train_on_four_devices_then_restore_elsewhere(tmp_path):
     assert run.returncode == 0, run.stderr[-3000:]
     assert run.stdout.count("CPU: ") == 1 and "4 XLA devices" in run.stdout
     assert "mesh data=4 fsdp=1 model=1" in run.stdout
-    recorded = rundir.load_config(workdir)  # the choices are part of the run's config, so a resume repeats them
-    assert tuple(recorded.model.kernels) == xla_cpu.MODEL_KERNELS
-    assert dict(recorded.compiler_options) == xla_cpu.COMPILER_OPTIONS
+    recorded = rundir.load_config(workdir)  # the choices are the run's runtime, not its config
+    assert "kernels" not in recorded.model and not recorded.compiler_options
+    runtime = rundir.read_results(workdir)["runtime"]
+    assert runtime["devices"] == 4 and tuple(runtime["kernels"]) == xla_cpu.MODEL_KERNELS
+    assert runtime["compiler_options"] == xla_cpu.COMPILER_OPTIONS
+    # The same command without the CPU defaults is the same config: the finished run only reports.
+    again = _vitjax("train", "--config", f"{TINY}:steps=10", "--workdir", workdir, VITJAX_XLA_CPU_DEFAULTS="0")
+    assert again.returncode == 0 and "is finished" in again.stdout, again.stderr[-3000:]
     # Fine-tuning, few-shot and analysis read the parameters in this process (one CPU device).
     params = rundir.read_checkpoint_params(workdir)
     assert all(isinstance(leaf, np.ndarray) for leaf in jax.tree.leaves(params))

@@ -102,9 +102,9 @@ def _train(args):
     from vitjax import rundir
     from vitjax.train import preemption, trainer
     try:
-        xla_cpu.choose(config)  # on a CPU backend only; after jax.distributed, before any device starts
+        runtime = xla_cpu.choose(config)  # on a CPU backend only; after jax.distributed, before any device starts
         use_compilation_cache(config.compilation_cache_dir)
-        trainer.train(config, args.workdir, force=args.force)
+        trainer.train(config, args.workdir, force=args.force, runtime=runtime)
     except preemption.Preempted as notice:
         print(notice, flush=True)
         sys.exit(preemption.PREEMPTED_EXIT_CODE)

@@ -53,7 +53,7 @@ import jax
 import ml_collections
 
 from vitjax import config as config_layer
-from vitjax import storage
+from vitjax import storage, xla_cpu
 
 CONFIG = "config.json"
 METRICS = "metrics.jsonl"
@@ -238,9 +238,16 @@ def differing_keys(old: dict, new: dict) -> dict[str, tuple]:
     found = {}
     for key in sorted((old.keys() | new.keys()) - set(RUNTIME_KEYS)):
         was, wanted = old.get(key, defaults.get(key, ABSENT)), new.get(key, defaults.get(key, ABSENT))
-        if not same_value(was, wanted):
+        if not same_value(was, wanted) and not _legacy_fill(key, was, wanted):
             found[key] = (old.get(key, ABSENT), new.get(key, ABSENT))
     return found
+
+
+def _legacy_fill(key: str, was, wanted) -> bool:
+    """Whether one side holds what an older vitjax wrote into a CPU run's config.json as a runtime
+    choice (xla_cpu.LEGACY_CONFIG_FILLS) and the other has no value for it."""
+    fill = xla_cpu.LEGACY_CONFIG_FILLS.get(key, ABSENT)
+    return fill is not ABSENT and ABSENT in (was, wanted) and (same_value(was, fill) or same_value(wanted, fill))
 
 
 def with_schema_defaults(flat: dict) -> dict:

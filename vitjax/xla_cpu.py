@@ -8,9 +8,12 @@ Importing this module changes nothing. The CLI calls, in this order and only for
      the command re-executes itself once with LD_PRELOAD naming tcmalloc, then takes LD_PRELOAD out of
      its environment again so that its own subprocesses start as the user started it;
   2. `choose(config)` before JAX's backends start: the XLA:CPU device count, and, once the backend is
-     known to be the CPU, the per-compilation XLA options (`config.compiler_options`) and the model's
-     hand-written kernels (`config.model.kernels`) that the config does not set itself; it prints
-     what it chose, once.
+     known to be the CPU, the per-compilation XLA options and the model's hand-written kernels for
+     where the config does not set its own (`compiler_options`, `model.kernels`); it prints what it
+     chose, once, and returns it as `Choices`. The config is left as the user wrote it: the trainer
+     applies the choices (`Choices.model_args`, `Choices.options_for`) and records them in the run's
+     results.json under `runtime`, never in config.json, so a run moved to another machine, a GPU or
+     VITJAX_XLA_CPU_DEFAULTS=0 is the same config.
 Accelerator hosts get none of it. Each choice has an environment variable that turns it off, and a
 user's own setting of the same thing (LD_PRELOAD, XLA_FLAGS' device count, JAX_NUM_CPU_DEVICES,
 config values) always wins. The measurements behind each choice, on the project's 2-core machines,
@@ -142,11 +145,26 @@ def device_count_for(config, wanted: int) -> int:
 
 @dataclasses.dataclass
 class Choices:
-    """What `choose` applied (None / empty: left alone)."""
+    """What `choose` chose (None / empty: left alone); the runtime of a run, not part of its config."""
     tcmalloc: bool = False
     devices: int | None = None
     compiler_options: dict = dataclasses.field(default_factory=dict)
     kernels: tuple = ()
+
+    def model_args(self, config) -> dict:
+        """{'kernels': ...} for a model of `config` that takes kernels and whose config names none; else {}."""
+        if not self.kernels or "kernels" in config.model or not _takes_kernels(config.model_name):
+            return {}
+        return {"kernels": tuple(self.kernels)}
+
+    def options_for(self, config) -> dict:
+        """The XLA options of each compilation: the config's own where it sets any, else these."""
+        return dict(config.compiler_options) if config.compiler_options else dict(self.compiler_options)
+
+    def record(self) -> dict:
+        """As results.json's `runtime` records it."""
+        return {"tcmalloc": self.tcmalloc, "devices": self.devices, "compiler_options": dict(self.compiler_options),
+                "kernels": list(self.kernels)}
 
     def describe(self) -> str | None:
         parts = (["tcmalloc"] if self.tcmalloc else []) + ([f"{self.devices} XLA devices"] if self.devices else [])
@@ -159,7 +177,8 @@ class Choices:
 
 
 def choose(config, *, device_count: int | None = None) -> Choices:
-    """Applies the CPU choices to JAX and `config` (unlocked where needed) before JAX's backends start.
+    """Applies the CPU choices to JAX before its backends start; returns them for the trainer (`config`
+    is only read).
 
     Call after jax.distributed is initialised (or not used) and before anything touches a device.
     `device_count`: a count the caller has set itself (None: VITJAX_CPU_DEVICES or DEFAULT_DEVICES,
@@ -176,8 +195,8 @@ def choose(config, *, device_count: int | None = None) -> Choices:
     if jax.default_backend() != "cpu":  # starts the backends: the device count is fixed from here on
         return Choices()
     if os.environ.get(ENV_DEFAULTS, "1") != "0":
-        choices.compiler_options = _set_compiler_options(config)
-        choices.kernels = _set_model_kernels(config)
+        choices.compiler_options = _compiler_options(config)
+        choices.kernels = MODEL_KERNELS if _takes_kernels(config.model_name) and "kernels" not in config.model else ()
     message = choices.describe()
     if message and jax.process_index() == 0:
         print(message, flush=True)
@@ -204,23 +223,22 @@ def _set_device_count(jax, config) -> int | None:
     return count
 
 
-def _set_compiler_options(config) -> dict:
+def _compiler_options(config) -> dict:
     import jaxlib
 
     if config.compiler_options or not jaxlib.__version__.startswith(MEASURED_JAXLIB):
         return {}
-    with config.unlocked():
-        config.compiler_options = dict(COMPILER_OPTIONS)
     return dict(COMPILER_OPTIONS)
 
 
-def _set_model_kernels(config) -> tuple:
+def _takes_kernels(model_name: str) -> bool:
     from vitjax import models
 
-    family = models.FAMILIES.get(config.model_name)
-    takes_kernels = family is not None and "kernels" in {f.name for f in dataclasses.fields(family)}
-    if not takes_kernels or "kernels" in config.model:
-        return ()
-    with config.model.unlocked():
-        config.model.kernels = MODEL_KERNELS
-    return MODEL_KERNELS
+    family = models.FAMILIES.get(model_name)
+    return family is not None and "kernels" in {f.name for f in dataclasses.fields(family)}
+
+
+# What vitjax up to 2026-12-03 wrote into a CPU run's config.json (the choices were config then): a
+# recorded value of these keys where the other config has none is no difference (rundir.differing_keys).
+LEGACY_CONFIG_FILLS = {"model.kernels": list(MODEL_KERNELS),
+                       **{f"compiler_options.{key}": value for key, value in COMPILER_OPTIONS.items()}}

@@ -17,13 +17,15 @@ NO_FEWSHOT = "FEWSHOT = None\n"
 
 
 def _as_trained_on_a_cpu(run: spec.Run) -> dict:
-    """The config.json `vitjax train` records for `run` on this CPU: its command line's config, then
-    the CPU choices (vitjax/xla_cpu.py adds model.kernels and compiler_options)."""
+    """The config.json `vitjax train` records for `run` on this CPU: its command line's config, which
+    the CPU choices leave alone (vitjax/xla_cpu.py: they are the run's runtime)."""
     config = config_layer.load_config(run.config)
     command_line, _ = config_layer.overrides_from_argv(config_layer.override_flags(run.overrides))
     config_layer.apply_overrides(config, command_line)
+    before = rundir.config_to_dict(config)
     xla_cpu.choose(config)
-    return rundir.config_to_dict(config)
+    assert rundir.config_to_dict(config) == before
+    return before
 
 
 def _finished(run_dir, recorded: dict, accuracy: float):
@@ -92,7 +94,8 @@ def test_dry_run_shows_the_stale_run_and_what_redo_stale_would_do(trained_then_e
     assert lines[0] == f"a: stale (moved to {out / stale.STALE_DIR}/ first) -> train" and "--config.lr=0.02" in lines[1]
 
 
-def test_only_what_the_trainer_fills_in_on_a_cpu_is_excused():
+def test_only_what_an_older_trainer_filled_in_on_a_cpu_is_excused():
+    """Until 2026-12-03 the CPU choices were written into config.json: such a run is still current."""
     expected = {"lr": 0.01, "model": {"width": 8}, "compiler_options": {}}
     cpu = {"lr": 0.01, "model": {"width": 8, "kernels": list(xla_cpu.MODEL_KERNELS)},
            "compiler_options": dict(xla_cpu.COMPILER_OPTIONS)}

@@ -62,9 +62,10 @@ def _memory(compiled) -> dict:
         "generated_code_size_in_bytes", "peak_memory_in_bytes") if hasattr(stats, name)}
 
 
-def build(config, *, inference: bool = True, seed: int = 0) -> JaxModel:
-    """Compiles the train step (and the forward pass) for `config`; nothing runs yet."""
-    p = trainer.plan(config)
+def build(config, *, inference: bool = True, seed: int = 0, runtime=None) -> JaxModel:
+    """Compiles the train step (and the forward pass) for `config` under `runtime` (the CLI's CPU choices,
+    xla_cpu.Choices); nothing runs yet."""
+    p = trainer.plan(config, runtime)
     spec = trainer.state_spec(config, p)
     init_key, dropout_key = trainer.run_keys(config.seed)
     state = trainer.init_state(spec, init_key)

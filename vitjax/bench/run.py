@@ -151,16 +151,17 @@ def bench(args) -> dict:
     from vitjax import xla_cpu
     from vitjax.bench import jax_model, peak, pipeline, timing
 
-    xla_cpu.choose(config)  # as for `vitjax train`, before _machine() starts the backends
+    runtime = xla_cpu.choose(config)  # as for `vitjax train`, before _machine() starts the backends
     summary = {"config": args.config, "overrides": {k: list(v) if isinstance(v, tuple) else v
                                                      for k, v in overrides.items()},
                "overrides_argv": override_flags(overrides),
                "settings": {"rounds": args.rounds, "seconds": args.seconds},
-               "machine": {**_machine(jax), "load_average_start": timing.load_average()}}
+               "machine": {**_machine(jax), "load_average_start": timing.load_average()},
+               "runtime": runtime.record()}
     started = time.time()
 
     _log("compiling the vitjax train step ...")
-    jm = jax_model.build(config, inference=not args.no_infer and not args.compile_only)
+    jm = jax_model.build(config, inference=not args.no_infer and not args.compile_only, runtime=runtime)
     summary["model"] = {"description": _describe(jm.plan.model, jm.info["image_shape"], config.dtype,
                                                  getattr(jm.plan.objective, "crops", None)),
                         "params": jm.info["params"], "batch_size": config.batch_size}
@@ -178,8 +179,8 @@ def bench(args) -> dict:
     size = args.peak_size or size
     matmul = peak.matmul_workload(size, dtype)
     workloads = [matmul, jm.train] + ([jm.infer] if jm.infer else [])
-    variants = _variant_workloads(config, args.against)
-    beside = _beside_models(beside_configs)
+    variants = _variant_workloads(config, args.against, runtime)
+    beside = _beside_models(beside_configs, runtime)
     workloads += list(variants.values()) + [b.train for b in beside.values()]
     timm = _Timm()
     if not args.no_timm:
@@ -210,7 +211,7 @@ def bench(args) -> dict:
     return summary
 
 
-def _variant_workloads(config, against: list[str]) -> dict:
+def _variant_workloads(config, against: list[str], runtime) -> dict:
     """{'KEY=VALUE': the train-step workload of `config` with that override}, compiled as the trainer does."""
     from vitjax.bench import jax_model
 
@@ -220,20 +221,20 @@ def _variant_workloads(config, against: list[str]) -> dict:
         variant = config.copy_and_resolve_references()
         apply_overrides(variant, {key.strip(): value})
         _log(f"compiling the vitjax train step with {item} ...")
-        workload = jax_model.build(variant, inference=False).train
+        workload = jax_model.build(variant, inference=False, runtime=runtime).train
         workload.name = f"vitjax train [{item}]"
         variants[item] = workload
     return variants
 
 
-def _beside_models(configs: dict) -> dict:
+def _beside_models(configs: dict, runtime) -> dict:
     """{config path: its JaxModel (train step only)}, each compiled as the trainer compiles it."""
     from vitjax.bench import jax_model
 
     models = {}
     for path, config in configs.items():
         _log(f"compiling the vitjax train step of {path} ...")
-        models[path] = jax_model.build(config, inference=False)
+        models[path] = jax_model.build(config, inference=False, runtime=runtime)
         models[path].train.name = f"vitjax train [{path}]"
     return models
 

@@ -7,12 +7,11 @@ another question than the sweep now asks: the table marks it 'stale' (without it
 sweep neither skips it as finished nor resumes it, and `--redo_stale` sets it aside and trains afresh.
 (`vitjax train --force` would not do: it resumes the old checkpoints under the new config.)
 
-What the sweep resolves is compared with what the trainer resolves from the same command: the config
-file with the overrides applied, plus, on a CPU backend, what `vitjax train` fills in where the config
-leaves it unset (vitjax/xla_cpu.py: the model kernels, model.kernels, and the XLA options,
-compiler_options). A recorded value of those keys that is what the trainer fills in is no difference;
-nor is a key that vitjax gained since the run was trained, where the sweep gives it its default
-(rundir.differing_keys, the trainer's own rule when it resumes a workdir); any other difference is.
+What the sweep resolves is compared with what the trainer resolves from the same command, the config
+file with the overrides applied, by the trainer's own rule when it resumes a workdir
+(rundir.differing_keys): a key vitjax gained since the run was trained, where the sweep gives it its
+default, is no difference, nor is a CPU runtime choice an older vitjax recorded in config.json; any
+other difference is.
 """
 import json
 import os
@@ -20,7 +19,7 @@ import shutil
 import time
 import uuid
 
-from vitjax import rundir, xla_cpu
+from vitjax import rundir
 
 STALE_DIR = "_stale"  # DIR/_stale/<name>-<time>-<random>/; a name no run can have (they begin alphanumeric)
 
@@ -28,20 +27,7 @@ STALE_DIR = "_stale"  # DIR/_stale/<name>-<time>-<random>/; a name no run can ha
 def differences(recorded: dict, expected: dict) -> dict[str, tuple]:
     """{dotted key: (recorded value, expected value)} for every key where the config a run was trained
     with (its config.json) differs from the sweep's config for it; {} when the run is current."""
-    filled_on_cpu = _filled_by_trainer_on_cpu(rundir.flatten(expected))
-    return {key: (was, wanted) for key, (was, wanted) in rundir.differing_keys(recorded, expected).items()
-            if not (key in filled_on_cpu and rundir.same_value(was, filled_on_cpu[key]))}
-
-
-def _filled_by_trainer_on_cpu(expected: dict) -> dict:
-    """The flattened keys `vitjax train` sets on a CPU backend when `expected` leaves them unset, with
-    the values it sets (xla_cpu.choose)."""
-    filled = {}
-    if "model.kernels" not in expected:
-        filled["model.kernels"] = list(xla_cpu.MODEL_KERNELS)
-    if not any(key.startswith("compiler_options.") for key in expected):
-        filled.update({f"compiler_options.{k}": v for k, v in xla_cpu.COMPILER_OPTIONS.items()})
-    return filled
+    return rundir.differing_keys(recorded, expected)
 
 
 def summary(found: dict, most: int = 3) -> str:

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import multihost_utils
 
-from vitjax import data, host, models, objectives, parallel, rundir, storage
+from vitjax import data, host, models, objectives, parallel, rundir, storage, xla_cpu
 from vitjax.evaluate import split as evaluation
 from vitjax.train import best, branch, checkpoint, flops, optimizer, profile, step as steps, validate
 from vitjax.train.init_from import load_pretrained
@@ -38,11 +38,14 @@ class Plan:
     model: nn.Module
     compiler_options: dict  # XLA options for each compilation of a step (jax.jit's compiler_options)
     objective: objectives.Objective  # what the step optimises (config.objective), for `model`
+    runtime: xla_cpu.Choices  # the backend's runtime choices this plan applied (not config)
 
 
-def plan(config) -> Plan:
+def plan(config, runtime: xla_cpu.Choices | None = None) -> Plan:
     """Validates the config (validate.py), then against the data and devices; raises ValueError naming
-    the fix. Writes nothing."""
+    the fix. Writes nothing. `runtime`: the CLI's CPU choices (model kernels, XLA options), applied
+    where the config sets none of its own."""
+    runtime = runtime or xla_cpu.Choices()
     validate.config(config)
     info = data.get_info(config.data)
     total = optimizer.steps_of(config, "total", num_train_examples=info.num_train,
@@ -68,13 +71,14 @@ def plan(config) -> Plan:
     parallel.check_batch_size(config.batch_size, mesh)
     parallel.check_batch_size(config.batch_size // config.grad_accum_steps, mesh,
                               what=f"micro-batch size (batch_size / grad_accum_steps={config.grad_accum_steps})")
-    model = models.build(config.model_name, info.num_classes, dtype=config.dtype, **config.model)
+    model = models.build(config.model_name, info.num_classes, dtype=config.dtype,
+                         **{**runtime.model_args(config), **config.model})
     # Tracing the model's init checks shapes (patch vs image size, heads vs width) without compiling.
     jax.eval_shape(lambda x: model.init(jax.random.key(0), x, train=False),
                    jax.ShapeDtypeStruct((1, *info.image_shape), jnp.float32))
     objective = objectives.build(config, model, info)  # checks its settings (a teacher: its model, its classes)
     return Plan(info, total, warmup, mesh, parallel.rules_for(config.sharding), model,
-                dict(config.compiler_options), objective)
+                runtime.options_for(config), objective, runtime)
 
 
 def _total_steps_of(info: data.DataInfo):
@@ -168,14 +172,15 @@ def train_step_flops(config, p: Plan, compiled, dropout_key) -> float:
     return flops.of(lowered) or 0.0
 
 
-def train(config, workdir: str, *, force: bool = False) -> dict:
+def train(config, workdir: str, *, force: bool = False, runtime: xla_cpu.Choices | None = None) -> dict:
     """Trains `config` in `workdir` and returns its results (also written to results.json).
 
     Resumes from the workdir's newest good checkpoint. A finished workdir only reports its results,
     unless `force` redoes it; a finished run of another config is refused like an unfinished one.
     Nothing is written before the config and workdir pass their checks. Raises Preempted after a
     SIGTERM checkpoint, NonFiniteLoss under nan_policy='stop', rundir.WorkdirInUse while another
-    trainer works on `workdir`.
+    trainer works on `workdir`. `runtime`: the CLI's CPU choices (xla_cpu.choose), recorded in
+    results.json, never in config.json.
     """
     validate.workdir(workdir)
     host.code()  # read now, while the files are the ones this process imported (results.json records it)
@@ -184,7 +189,7 @@ def train(config, workdir: str, *, force: bool = False) -> dict:
         _say(f"{workdir} is finished: {_summary(finished)}")
         return finished
 
-    p = plan(config)
+    p = plan(config, runtime)
     held = _lock(workdir)
     try:
         return _train_locked(config, workdir, p, force)
@@ -438,7 +443,7 @@ def _results(config, p: Plan, spec: StateSpec, state, final: dict, flops_per_ste
         "num_classes": p.info.num_classes, "image_shape": list(p.info.image_shape),
         "devices": jax.device_count(), "backend": jax.default_backend(),
         # Pair runs only where these match (vitjax/host.py says why).
-        "host": host.describe(), "code": host.code(),
+        "host": host.describe(), "code": host.code(), "runtime": p.runtime.record(),
         "skipped_updates": int(state.skipped_updates),
     }
 
