@@ -228,3 +228,15 @@ def test_a_lock_dies_with_its_process(tmp_path):
         holder.kill()
         holder.wait()
     rundir.lock(run_dir).release()
+
+
+def test_a_report_that_cannot_be_written_is_printed_only(tmp_path, monkeypatch, capsys):
+    import errno
+
+    def read_only(path, text):
+        raise OSError(errno.EROFS, "Read-only file system", path)
+    monkeypatch.setattr(rundir, "replace_file", read_only)
+    assert rundir.write_report(str(tmp_path), rundir.EVAL, {"test_accuracy": 0.5}) is False
+    printed = capsys.readouterr().out
+    assert "WARNING: could not write" in printed and "(Read-only file system); the results are only printed" in printed
+    assert not (tmp_path / rundir.EVAL).exists()

@@ -13,6 +13,7 @@
     vitjax bench --config configs/<file>.py[:arg] [--config.key=value ...] [--rounds 7] [--out bench.json]
 """
 import argparse
+import os
 import sys
 
 from vitjax import tensorflow_startup, xla_cpu
@@ -111,8 +112,30 @@ def _train(args):
     except KeyboardInterrupt:  # a second Ctrl-C (the first saves and exits as preempted)
         sys.exit("vitjax train: stopped by a second Ctrl-C, unsaved; the same command resumes from the newest "
                  "checkpoint")
-    except (ValueError, FileNotFoundError, trainer.NonFiniteLoss, rundir.WorkdirInUse) as error:
+    except (ValueError, trainer.NonFiniteLoss, rundir.WorkdirInUse) as error:
         sys.exit(f"vitjax train: error: {error}")
+    except OSError as error:  # the run directory's disk or permissions (EACCES, ENOSPC, EROFS), a missing file
+        sys.exit(f"vitjax train: error: {_os_error(error)}")
+
+
+def _os_error(error: OSError) -> str:
+    """'/sys/x: Permission denied (errno EACCES)' in one line, with the free space for a full disk; an
+    error vitjax raised itself (no file name) as its message."""
+    import errno
+    import shutil
+
+    if not error.filename:
+        return str(error)
+    line = f"{error.filename}: {error.strerror or error}"
+    if error.errno is not None:
+        line += f" (errno {errno.errorcode.get(error.errno, error.errno)})"
+    if error.errno == errno.ENOSPC and error.filename:
+        try:
+            free = shutil.disk_usage(os.path.dirname(os.path.abspath(error.filename)) or ".").free
+            line += f"; free space there: {free / 2**20:,.0f} MiB"
+        except OSError:
+            pass
+    return line
 
 
 def _eval(args):
@@ -130,8 +153,10 @@ def _eval(args):
             results.update(fewshot.fewshot_workdir(args.workdir, checkpoint=args.checkpoint, **probe))
         if neighbours is not None:
             results.update(knn.knn_workdir(args.workdir, checkpoint=args.checkpoint, **neighbours))
-    except (ValueError, FileNotFoundError) as error:
+    except ValueError as error:
         sys.exit(f"vitjax eval: error: {error}")
+    except OSError as error:
+        sys.exit(f"vitjax eval: error: {_os_error(error)}")
     if rundir.is_writer():  # one line per run, not one per host
             print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in results.items()))
 

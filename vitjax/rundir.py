@@ -357,6 +357,19 @@ def write_json(run_dir: str, name: str, payload: dict) -> None:
     replace_file(file_path(run_dir, name), text)
 
 
+def write_report(run_dir: str, name: str, payload: dict) -> bool:
+    """`write_json` for a reader's report of a run (eval.json, fewshot.json, knn_*.json): a run
+    directory this user cannot write (read-only, another owner's, a full disk) keeps the report
+    printed only, with one line saying why, instead of losing it to an error. Returns whether it was written."""
+    try:
+        write_json(run_dir, name, payload)
+    except OSError as error:
+        print(f"WARNING: could not write {file_path(run_dir, name)} ({error.strerror or error}); "
+              f"the results are only printed", flush=True)
+        return False
+    return True
+
+
 def read_results(run_dir: str) -> dict | None:
     """results.json of a finished run; None while it is not finished."""
     return read_json(run_dir, RESULTS)

@@ -109,3 +109,22 @@ def test_every_accepted_objective_is_registered():
     from vitjax import objectives
 
     assert set(validate.OBJECTIVES) == set(objectives.OBJECTIVES)
+
+
+def test_a_finished_run_is_reported_from_a_directory_this_user_cannot_write(tmp_path, monkeypatch):
+    workdir = str(tmp_path / "w")
+    trained = trainer.train(tiny_config.get_config("steps=5"), workdir)
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if str(path).startswith(str(tmp_path)) else
+                        real_access(path, mode))
+    assert trainer.train(tiny_config.get_config("steps=5"), workdir) == trained
+    with pytest.raises(ValueError, match="this user cannot write in"):
+        trainer.train(tiny_config.get_config("steps=5"), str(tmp_path / "new"))
+
+
+def test_an_os_error_of_the_run_directory_is_one_line(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "vitjax", "train", "--config", TINY, "--workdir", "/proc/no/run"],
+                         capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert run.stderr.strip().splitlines()[-1] == ("vitjax train: error: /proc/no: No such file or directory "
+                                                    "(errno ENOENT)")

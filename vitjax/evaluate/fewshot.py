@@ -208,7 +208,7 @@ def fewshot_workdir(workdir: str, checkpoint: str | None = None, *, shots=DEFAUL
                    feature_dim=int(pool[0].shape[1]), data=probe_data["name"], seconds=time.time() - start,
                    probe=probe, classes=list(probe_data.get("classes") or range(num_classes)),
                    test_per_class=np.bincount(test[1], minlength=num_classes).tolist())
-    rundir.write_json(run_dir, rundir.PROBE_FILES[probe][0], results)
+    rundir.write_report(run_dir, rundir.PROBE_FILES[probe][0], results)
     return results
 
 

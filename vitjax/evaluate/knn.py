@@ -100,7 +100,7 @@ def knn_workdir(workdir: str, checkpoint: str | None = None, *, ks=DEFAULT_K, te
     results.update(k=list(ks), temperature=temperature, train_examples=len(train[0]), test_examples=len(test[0]),
                    train_size=train_size, subset_seed=subset_seed if train_size is not None else None,
                    feature_dim=int(train[0].shape[1]), data=probe_data["name"], seconds=time.time() - start)
-    rundir.write_json(run_dir, rundir.knn_file(train_size, subset_seed), results)
+    rundir.write_report(run_dir, rundir.knn_file(train_size, subset_seed), results)
     return results
 
 

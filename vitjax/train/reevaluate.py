@@ -39,5 +39,5 @@ def evaluate_workdir(workdir: str, checkpoint: str | None = None) -> dict:
                               params_sharding=spec.shardings.params, compiler_options=p.compiler_options)
         metrics = evaluator(state.params)
     results = {"step": int(state.step), **{f"test_{name}": value for name, value in metrics.items()}}
-    rundir.write_json(run.run_dir, rundir.EVAL, results)
+    rundir.write_report(run.run_dir, rundir.EVAL, results)
     return results

@@ -185,9 +185,10 @@ def train(config, workdir: str, *, force: bool = False, runtime: xla_cpu.Choices
     validate.workdir(workdir)
     host.code()  # read now, while the files are the ones this process imported (results.json records it)
     finished = _finished_results(workdir, config, force)
-    if finished is not None:
+    if finished is not None:  # reported even from a directory this user cannot write
         _say(f"{workdir} is finished: {_summary(finished)}")
         return finished
+    validate.writable_workdir(workdir)
 
     p = plan(config, runtime)
     held = _lock(workdir)

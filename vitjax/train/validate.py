@@ -134,8 +134,9 @@ def _objective_and_model(c) -> list[str]:
 
 
 def workdir(path: str) -> None:
-    """Refuses a workdir no run can live in: a URL of a store vitjax cannot write, an existing file, a
-    path below a file, or one this user cannot write. A gs:// (or s3://, az://) workdir passes: every
+    """Refuses a workdir no run can live in: a URL of a store vitjax cannot write, a path the checkpoint
+    library would read as a pattern, an existing file or a path below a file (`writable_workdir` checks
+    the permission). A gs:// (or s3://, az://) workdir passes: every
     file of a run goes through vitjax/storage.py (etils.epath) and orbax, and whether the bucket can be
     written shows at the first write (the config.json the trainer writes before anything else)."""
     if any(char in path for char in "[]*?"):
@@ -150,12 +151,26 @@ def workdir(path: str) -> None:
             raise ValueError(f"workdir {path!r}: {scheme}:// is not a store vitjax can write; use a local path "
                              f"or a bucket URL ({', '.join(s + '://' for s in REMOTE_SCHEMES)})")
         return
-    existing = os.path.abspath(path)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
+    existing = _nearest_existing(path)
     if not os.path.isdir(existing):
         where = "is a file" if existing == os.path.abspath(path) else f"lies below {existing!r}, a file"
         raise ValueError(f"workdir {path!r} {where}; pass a directory (a new one, or a run's workdir)")
+
+
+def writable_workdir(path: str) -> None:
+    """Refuses a local workdir (or the nearest existing directory above it) this user cannot write:
+    checked once a finished run, which is only reported, has been told apart."""
+    if "://" in path:
+        return
+    existing = _nearest_existing(path)
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ValueError(f"workdir {path!r}: this user cannot write in {existing!r}; pass a directory you can "
                          f"write, or change its permissions")
+
+
+def _nearest_existing(path: str) -> str:
+    """`path` made absolute, or its nearest ancestor that exists."""
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    return existing
