@@ -19,7 +19,7 @@ from vitjax import rundir, storage
 from vitjax.interop import npz
 from vitjax.sweep import plots, table
 from vitjax.train import trainer
-from vitjax.train.init_from import load_pretrained
+from vitjax.interop.pretrained import load as load_pretrained
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from vitjax.checkpoint_integrity import CorruptCheckpointError
 from vitjax.evaluate import fewshot
 from vitjax.train import checkpoint, reevaluate, trainer
 from vitjax.train.checkpoint import CheckpointMismatchError
-from vitjax.train.init_from import load_pretrained
+from vitjax.interop.pretrained import load as load_pretrained
 from tests.train import tiny_config
 
 

@@ -48,3 +48,31 @@ def test_init_from_a_run_replaces_the_head_resizes_posemb_and_keeps_the_rest(tra
     # Everything else is the trained run's, bit for bit.
     for key in sorted(set(before) - {"head/kernel", "head/bias", POSEMB}):
         np.testing.assert_array_equal(after[key], before[key], err_msg=key)
+
+
+def test_a_wrong_init_from_is_refused_before_the_workdir_records_it(trained_tiny_run, tmp_path):
+    import pytest
+    workdir = str(tmp_path / "w")
+    config = tiny_config.get_config("steps=6")
+    config.init_from = str(tmp_path / "no_such_run")
+    with pytest.raises(FileNotFoundError, match="init_from=.*does not exist"):
+        trainer.train(config, workdir)
+    assert not (tmp_path / "w").exists()  # so the corrected command is not "another config"
+    config.init_from = trained_tiny_run
+    trainer.train(config, workdir)
+
+
+def test_a_damaged_npz_is_named_not_a_zip_traceback(trained_tiny_run, tmp_path):
+    import pytest
+    from vitjax.interop import npz, pretrained
+    good = npz.save(str(tmp_path / "good.npz"), rundir.read_checkpoint_params(trained_tiny_run))
+    data = bytearray(open(good, "rb").read())
+    (tmp_path / "cut.npz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="cut.npz' is not a readable .npz archive.*export or download it again"):
+        pretrained.check(str(tmp_path / "cut.npz"))
+    # One flipped byte inside the first array's data: the archive opens, its CRC fails when read.
+    offset = data.index(b"\x93NUMPY") + 200
+    data[offset] ^= 0xFF
+    (tmp_path / "flipped.npz").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="flipped.npz' is not a readable .npz archive"):
+        npz.read(str(tmp_path / "flipped.npz"))

@@ -28,6 +28,7 @@ import io
 import logging
 import os
 import re
+import zipfile
 from typing import Any, Mapping
 
 import flax.linen as nn
@@ -71,9 +72,20 @@ def read(path_or_arrays) -> dict[str, np.ndarray]:
             if not hasattr(data, "files"):
                 raise ValueError("not an archive")
             return {k: data[k] for k in data.files}
-    except (OSError, ValueError, EOFError) as e:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:  # cut short, or a CRC that fails
         raise ValueError(f"{path!r} is not a readable .npz archive ({e}); official ViT/BiT weights are "
-                         f".npz files of named arrays (np.load(path).files)") from e
+                         f".npz files of named arrays (np.load(path).files): export or download it again") from e
+
+
+def check_readable(path: str) -> None:
+    """Raises ValueError unless `path` opens as a .npz archive and lists its arrays (the zip directory
+    sits at the file's end, so a file cut short fails here); reads no array."""
+    try:
+        with np.load(storage.readable(path), allow_pickle=False) as data:
+            if not hasattr(data, "files") or not data.files:
+                raise ValueError("no named arrays")
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ValueError(f"{path!r} is not a readable .npz archive ({e}): export or download it again") from e
 
 
 def _plain_params(params) -> dict[str, Any]:

@@ -29,6 +29,18 @@ def is_pretraining(params_or_keys) -> bool:
     return any(str(key).split("/")[0] in _PRETRAINING_ONLY for key in params_or_keys)
 
 
+def check(path: str, *, what: str = "init_from") -> None:
+    """What `load` would refuse that can be told without reading parameters: a path that does not exist,
+    an .npz that is no archive, a directory that is no vitjax run or checkpoint. For the trainer's plan,
+    before the workdir records a config naming `path`."""
+    if not storage.exists(path):
+        raise FileNotFoundError(f"{what}={path!r} does not exist")
+    if path.endswith(".npz"):
+        npz.check_readable(path)
+    else:
+        rundir.locate(path)
+
+
 def load(path: str, model, image_shape, *, what: str = "init_from") -> dict:
     """Parameters for `model` at `image_shape` (H, W, C) from `path` (.npz, workdir or checkpoint).
 

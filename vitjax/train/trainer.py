@@ -19,7 +19,7 @@ from jax.experimental import multihost_utils
 from vitjax import data, host, models, objectives, parallel, rundir, storage, xla_cpu
 from vitjax.evaluate import split as evaluation
 from vitjax.train import best, branch, checkpoint, flops, optimizer, profile, step as steps, validate
-from vitjax.train.init_from import load_pretrained
+from vitjax.interop import pretrained
 from vitjax.train.preemption import Preempted
 
 
@@ -54,11 +54,15 @@ def plan(config, runtime: xla_cpu.Choices | None = None) -> Plan:
                                 batch_size=config.batch_size, required=False)
     if total <= 0:
         raise ValueError(f"training must last at least one step, got {total}")
-    if warmup + optimizer.cooldown_steps(config, total) > total:
-        raise ValueError(f"warmup ({warmup} steps) and cooldown ({optimizer.cooldown_steps(config, total)} steps) "
-                         f"are longer than training ({total} steps); shorten them or train longer")
+    cooldown = optimizer.cooldown_steps(config, total)
+    if warmup + cooldown > total:
+        what = f"warmup ({warmup} steps)" + (f" and cooldown ({cooldown} steps) are" if cooldown else " is")
+        raise ValueError(f"{what} longer than training ({total} steps); shorten {'them' if cooldown else 'the warmup'} "
+                         f"or train longer")
     if config.branch_from:
         branch.check(config, total, _total_steps_of(info))
+    if config.init_from:  # before the workdir records it: a wrong path stays a fixable command
+        pretrained.check(config.init_from)
     if config.batch_size % config.grad_accum_steps:
         raise ValueError(f"batch_size {config.batch_size} is not divisible by grad_accum_steps "
                          f"{config.grad_accum_steps}")
@@ -314,7 +318,7 @@ def _restore_or_initialise(config, p: Plan, spec: StateSpec, ckpt, init_key):
         return state, meta.get("wall_seconds", 0.0)
     state = init_state(spec, init_key)
     if config.init_from:
-        params = load_pretrained(config.init_from, p.model, p.info.image_shape)
+        params = pretrained.load(config.init_from, p.model, p.info.image_shape)
         params = jax.device_put(params, spec.shardings.params)
         state = jax.jit(lambda prm: steps.create_state(
             prm, spec.tx, nn.unbox(p.objective.init_extra(prm, _extra_key(init_key)))),
