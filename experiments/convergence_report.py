@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 
 import matplotlib
 
@@ -44,7 +45,8 @@ def markdown(found: dict) -> str:
 
 def figure(found: dict, path: str) -> None:
     sizes = sorted({p["size"] for p in found.values()})
-    fig, axes = plt.subplots(1, len(sizes), figsize=(4.2 * len(sizes), 4.0), squeeze=False)
+    width = max(4.2 * len(sizes), 7.0)
+    fig, axes = plt.subplots(1, len(sizes), figsize=(width, 4.4), squeeze=False)
     for ax, size in zip(axes[0], sizes):
         for point in (p for p in found.values() if p["size"] == size):
             colour, marker = FAMILY_STYLE[point["family"]]
@@ -69,8 +71,9 @@ def figure(found: dict, path: str) -> None:
         ax.set_title(f"{size:,} training images")
         ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"Budget ladder, seed 0: {ladder.BUDGET}\nringed: the converged budget (next rung gains <= "
-                 f"{readouts.protocol.CONVERGENCE_FLOOR} validation points)", fontsize=10)
+    title = (f"Budget ladder, seed 0: {ladder.BUDGET}. Ringed: the converged budget (the next rung gains <= "
+             f"{readouts.protocol.CONVERGENCE_FLOOR} validation points)")
+    fig.suptitle(textwrap.fill(title, int(width * 13)), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
