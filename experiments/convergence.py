@@ -26,7 +26,6 @@ import os
 
 from vitjax.config import load_module
 from vitjax.sweep.budget import Ladder
-from vitjax.sweep.spec import SWEEP_DIR
 
 _protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
 
@@ -45,15 +44,8 @@ def rung_name(model: str, size: int, seed: int, multiple: int) -> str:
 
 def ladder_runs(model: str, config: str, size: int, seed: int, ladder: Ladder = LADDER) -> list:
     """The trunk (the longest rung) first, then each shorter rung branched off it."""
-    base = {**_protocol.overrides(size, seed), "schedule": "wsd", "cooldown_fraction": ladder.cooldown_fraction}
-    rungs = ladder.rungs(size)
-    trunk = rung_name(model, size, seed, ladder.multiples[-1])
-    runs = [(trunk, config, {**base, "total_steps": rungs[-1],
-                             "keep_checkpoint_steps": tuple(ladder.branch_steps(size))})]
-    for multiple, steps in zip(ladder.multiples[:-1], rungs):
-        runs.append((rung_name(model, size, seed, multiple), config,
-                     {**base, "total_steps": steps, "branch_from": f"{SWEEP_DIR}/{trunk}"}))
-    return runs
+    return ladder.runs(lambda multiple: rung_name(model, size, seed, multiple), config,
+                       _protocol.overrides(size, seed), size)
 
 
 def get_runs(arg=None):

@@ -5,6 +5,7 @@ with the laptop study's protocol (experiments/protocol.py).
     vitjax sweep experiments/data_scaling_imagenet.py --workdir DIR --parallel 8 --pin_gpus  # 8 GPUs, a run each
     vitjax sweep experiments/data_scaling_imagenet.py:seeds=2 --workdir DIR                # paired seeds 0, 1
     vitjax sweep experiments/data_scaling_imagenet.py:scale=0.01 --workdir DIR             # a first, short look
+    vitjax sweep experiments/data_scaling_imagenet.py:ladder=true --workdir DIR            # the convergence ladder
     vitjax plot DIR --out experiments/results/data_scaling_imagenet
 
 The paper's question (Figs. 3-4): does the ViT's gap to a ResNet close, then reverse, as the pre-training
@@ -26,6 +27,10 @@ Protocol, as on the laptop:
 - **Paired seeds:** seed s is the training seed of both families at every size. Streamed subsets are
   the first N examples in tfds's stored order, the same for every seed (vitjax/data/streaming.py), so
   seeds vary initialisation, dropout and order, not the draw.
+`:ladder=true` trains each family and size at 1x, 2x and 4x that budget (warmup-stable-decay, one trunk
+of 4x whose checkpoints start the shorter rungs' cooldowns), for the laptop study's convergence rule
+(experiments/protocol.py's converged_rung: the shortest rung whose next gains <= 0.5 validation
+points), as experiments/convergence.py does at laptop scale; ~2.3x the plain sweep's steps.
 `:scale=F` multiplies the budget (floor and epochs) and the warmups by F: `:scale=0.01` (950 to 2,857
 steps) measures throughput and checks the pipeline end to end; its accuracies answer nothing (and the
 figures' titles still name the unscaled BUDGET).
@@ -41,13 +46,14 @@ One seed is 607k steps (2.5B examples) per family: ~7-14 GPU-days for ViT, ~5-10
 GPU-days in all (~1.5-3 days with `--parallel 8 --pin_gpus`). Measure first with `:scale=0.01`.
 """
 from vitjax.config import parse_arg
-from vitjax.sweep.budget import GrowingBudget
+from vitjax.sweep.budget import GrowingBudget, Ladder
 
 SIZES = (1_300_000, 3_000_000, 6_000_000, 13_000_000)
 BATCH = 4096
 RULE = GrowingBudget(min_steps=95_000, epochs=90, batch_size=BATCH)
 BUDGET = RULE.describe()  # spec.py puts it in sweep.json and the figures
 EVALS = 20  # validation evaluations per run (and one at the end): enough to find the best step
+LADDER_MULTIPLES = (1, 2, 4)  # `:ladder=true`, as experiments/convergence.py on the laptop
 TITLE = "ImageNet-21k subsets: each family's published recipe, early stopping on validation"
 FEWSHOT = {"shots": (1, 5, 10, 25), "seeds": 3, "max_test_examples": None,
            "data": {"name": "imagenet2012", "train_split": "train", "test_split": "validation"}}
@@ -75,9 +81,14 @@ def overrides(size: int, seed: int, warmup: int, scale: float = 1.0) -> dict:
 
 
 def get_runs(arg=None):
-    a = parse_arg(arg, seeds=1, scale=1.0)
+    a = parse_arg(arg, seeds=1, scale=1.0, ladder=False)
     if a.seeds < 1 or a.scale <= 0:
         raise ValueError(f"seeds must be >= 1 and scale > 0, got seeds={a.seeds}, scale={a.scale}")
+    if a.ladder:  # the laptop study's convergence check: 1x, 2x, 4x of the budget from one trunk each
+        ladder = Ladder(budget(a.scale), multiples=LADDER_MULTIPLES)
+        return [run for size in SIZES for seed in range(a.seeds) for model, (config, warmup) in MODELS.items()
+                for run in ladder.runs(lambda m: f"{model}_n{size / 1e6:g}M_s{seed}_x{m}", config,
+                                       overrides(size, seed, warmup, a.scale), size)]
     return [(f"{model}_n{size / 1e6:g}M_s{seed}", config, overrides(size, seed, warmup, a.scale))
             # Pairs first: a sweep stopped part-way leaves paired seeds at the sizes it finished.
             for size in SIZES for seed in range(a.seeds) for model, (config, warmup) in MODELS.items()]

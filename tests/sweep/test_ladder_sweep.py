@@ -42,3 +42,14 @@ def test_the_convergence_sweep_is_the_registered_ladder():
     # The trunk keeps exactly the steps where the 1x and 2x cooldowns start (the last 20% of each).
     assert list(trunk["keep_checkpoint_steps"]) == [3_438 - round(0.2 * 3_438), 6_876 - round(0.2 * 6_876)]
     assert runs["bit_n550_s0_x1"]["total_steps"] == 1_200
+
+
+def test_the_accelerator_data_scaling_sweep_has_the_same_ladder():
+    """Dry-run only (no accelerator here): each family and size a 4x trunk and two branches, the same rule."""
+    sweep = spec.load(os.path.join(ROOT, "experiments", "data_scaling_imagenet.py") + ":ladder=true")
+    runs = {r.name: r.overrides for r in sweep.runs}
+    assert len(runs) == 2 * 4 * 3
+    trunk, rung = runs["vit_b16_n1.3M_s0_x4"], runs["vit_b16_n1.3M_s0_x1"]
+    assert trunk["total_steps"] == 4 * 95_000 and trunk["schedule"] == "wsd"
+    assert list(trunk["keep_checkpoint_steps"]) == [95_000 - 19_000, 190_000 - 38_000]
+    assert rung["total_steps"] == 95_000 and rung["branch_from"] == "{sweep_dir}/vit_b16_n1.3M_s0_x4"

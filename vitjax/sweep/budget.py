@@ -63,6 +63,20 @@ class Ladder:
         """The trunk's steps where the shorter rungs start their cooldowns (the checkpoints it keeps)."""
         return [steps - cooldown_of(self.cooldown_fraction, steps) for steps in self.rungs(train_size)[:-1]]
 
+    def runs(self, name_of, config: str, overrides: dict, train_size: int) -> list:
+        """A sweep file's (name, config, overrides) of one ladder: the trunk (`name_of(longest multiple)`)
+        first, keeping the checkpoints the shorter rungs branch from, then each shorter rung."""
+        from vitjax.sweep.spec import SWEEP_DIR  # here: spec loads config files, a budget needs none of it
+
+        base = {**overrides, "schedule": "wsd", "cooldown_fraction": self.cooldown_fraction}
+        rungs, trunk = self.rungs(train_size), name_of(self.multiples[-1])
+        found = [(trunk, config, {**base, "total_steps": rungs[-1],
+                                  "keep_checkpoint_steps": tuple(self.branch_steps(train_size))})]
+        for multiple, steps in zip(self.multiples[:-1], rungs):
+            found.append((name_of(multiple), config,
+                          {**base, "total_steps": steps, "branch_from": f"{SWEEP_DIR}/{trunk}"}))
+        return found
+
     def describe(self) -> str:
         rungs = ", ".join(f"{m}x" for m in self.multiples)
         return (f"{rungs} of {self.budget.describe()}; warmup-stable-decay, each rung's last "
