@@ -487,8 +487,9 @@ def tuning(rows) -> dict:
         edges = [name for name, value, axis in (("lowest lr", lr, rates[0]), ("highest lr", lr, rates[-1]),
                                                ("lowest wd", wd, decays[0]), ("highest wd", wd, decays[-1]))
                  if value == axis]
-        out[f"{family}_n{size}"] = {"pick": {"lr": lr, "weight_decay": wd, "val": best}, "edges": edges,
-                                    "grid": [{"lr": k[0], "weight_decay": k[1], "val": v} for k, v in sorted(grid.items())]}
+        out[f"{family}_n{size}"] = {
+            "pick": {"lr": lr, "weight_decay": wd, "val": best}, "edges": edges,
+            "grid": [{"lr": k[0], "weight_decay": k[1], "val": v} for k, v in sorted(grid.items())]}
     return out
 
 
@@ -546,8 +547,9 @@ def main(argv=None) -> int:
         found.update(converged_arm(table.read(args.convergence)))
     if args.tuning:
         for name, point in tuning(table.read(args.tuning)).items():
+            edges = f"; on the grid edge: {', '.join(point['edges'])}" if point["edges"] else ""
             print(f"{name}: pick lr {point['pick']['lr']:g}, wd {point['pick']['weight_decay']:g} "
-                  f"({point['pick']['val']:.2f}% validation){'; on the grid edge: ' + ', '.join(point['edges']) if point['edges'] else ''}")
+                  f"({point['pick']['val']:.2f}% validation){edges}")
     for name, r in found.items():
         print(f"{name}: {r['verdict']:12s} t-based: {r['verdict_t']:12s} {_numbers(r)}")
     if args.out:

@@ -85,7 +85,8 @@ def test_load_config_locks_the_config_and_names_a_bad_file(tmp_path):
 @pytest.mark.parametrize("body,message", [
     ("from vitjax.config import base\ndef get_config(arg=None):\n    c = base()\n    c.learning_rate = 5.0\n"
      "    c.data.pp_trian = 'x'\n    return c\n",
-     r"sets keys the config schema does not have.*:\n  data.pp_trian; did you mean 'data.pp_train'\?\n  learning_rate$"),
+     r"sets keys the config schema does not have.*:\n  data.pp_trian; did you mean 'data.pp_train'\?"
+     r"\n  learning_rate$"),
     ("def get_config(:\n", r"could not be loaded: SyntaxError"),
     ("import no_such_module\n", r"could not be loaded: ModuleNotFoundError: No module named 'no_such_module'"),
     ("def get_config(arg=None):\n    return undefined_name\n", r"get_config\(None\) of .* failed: NameError"),

@@ -50,8 +50,10 @@ def test_concurrent_table_writes_neither_fail_nor_leave_half_files(tmp_path):
 def test_pair_key_names_cpu_instruction_sets_devices_and_code():
     results = {"host": {"cpu": "AMD EPYC (family 25, model 17, avx512f)", "isa": ["avx2", "avx512f"]},
                "devices": 4, "code": {"source_sha256": "0123456789abcdef" * 4}}
-    assert table.pair_key(results) == "AMD EPYC (family 25, model 17, avx512f) | avx2+avx512f | 4 devices | 0123456789ab"
+    assert table.pair_key(results) == ("AMD EPYC (family 25, model 17, avx512f) | avx2+avx512f | 4 devices | "
+                                       "0123456789ab")
     other_code = {**results, "code": {"source_sha256": "f" * 64}}
     assert table.pair_key(other_code) != table.pair_key(results)
     # A run from before instruction sets and code were recorded pairs with none of these.
-    assert table.pair_key({"host": {"cpu": "AMD EPYC"}, "devices": 4}) == "AMD EPYC | unrecorded | 4 devices | unrecorded"
+    old_run = {"host": {"cpu": "AMD EPYC"}, "devices": 4}
+    assert table.pair_key(old_run) == "AMD EPYC | unrecorded | 4 devices | unrecorded"

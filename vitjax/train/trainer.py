@@ -18,8 +18,8 @@ from jax.experimental import multihost_utils
 
 from vitjax import data, host, models, objectives, parallel, rundir, storage, xla_cpu
 from vitjax.evaluate import split as evaluation
-from vitjax.train import best, branch, checkpoint, flops, optimizer, profile, step as steps, validate
 from vitjax.interop import pretrained
+from vitjax.train import best, branch, checkpoint, flops, optimizer, profile, step as steps, validate
 from vitjax.train.preemption import Preempted
 
 
