@@ -13,6 +13,14 @@ def _row(family, size, seed, accuracy):
             "config": {"model_name": family, "seed": seed, "data": {"train_size": size, "subset_seed": seed}}}
 
 
+def _arm(family, prefix, lr):
+    """One arm's runs of `family` at two sizes and two seeds, named after the arm, told apart by `lr`."""
+    rows = [{**_row(family, n, s, 0.7), "name": f"{prefix}_n{n}_s{s}"} for n in (100, 1000) for s in (0, 1)]
+    for r in rows:
+        r["config"]["lr"] = lr
+    return rows
+
+
 def _sweep(path, rows):
     path.mkdir()
     table.write(str(path), rows)
@@ -43,12 +51,8 @@ def test_two_arms_of_one_model_are_told_apart_by_their_run_names_and_colours():
     """deit and deitaug students share a model name: their lines say which arm, in colours no family uses."""
     from vitjax.sweep import aggregate
 
-    def arm(prefix, lr):
-        rows = [{**_row("deit", n, s, 0.7), "name": f"{prefix}_n{n}_s{s}"} for n in (100, 1000) for s in (0, 1)]
-        for r in rows:
-            r["config"]["lr"] = lr
-        return rows
-    rows = arm("deit", 1e-3) + arm("deitaug", 1e-2) + [_row("bit", n, s, 0.8) for n in (100, 1000) for s in (0, 1)]
+    rows = _arm("deit", "deit", 1e-3) + _arm("deit", "deitaug", 1e-2) + [_row("bit", n, s, 0.8) for n in (100, 1000)
+                                                                       for s in (0, 1)]
     lines = plots._groups(aggregate.groups(rows), "train_size", ("data.train_size",))
     labels = {label: colour for label, colour, _ in lines}
     assert labels == {"bit": "tab:orange", "deit (deit)": "tab:purple", "deit (deitaug)": "tab:green"}
@@ -76,12 +80,7 @@ def test_the_family_colour_goes_to_the_familys_own_arm_whatever_the_order():
     """Fine-tuned ViTs (dino_ft, mae_ft) beside the plain ViT: the plain one keeps the ViT's blue."""
     from vitjax.sweep import aggregate
 
-    def arm(prefix, lr):
-        rows = [{**_row("vit", n, s, 0.7), "name": f"{prefix}_n{n}_s{s}"} for n in (100, 1000) for s in (0, 1)]
-        for r in rows:
-            r["config"]["lr"] = lr
-        return rows
-    rows = arm("dino_ft", 1e-3) + arm("mae_ft", 2e-3) + arm("vit", 3e-3)
+    rows = _arm("vit", "dino_ft", 1e-3) + _arm("vit", "mae_ft", 2e-3) + _arm("vit", "vit", 3e-3)
     colours = {label: colour for label, colour, _ in
                plots._groups(aggregate.groups(rows), "train_size", ("data.train_size",))}
     assert colours["vit (vit)"] == "tab:blue" and "tab:blue" not in (colours["vit (dino_ft)"], colours["vit (mae_ft)"])
