@@ -33,10 +33,10 @@ def branch_step(config, total_steps: int) -> int:
     return total_steps - optimizer.cooldown_steps(config, total_steps)
 
 
-def check(config, total_steps: int, trunk_total_steps) -> tuple[str, int]:
-    """(the trunk's checkpoint directory, the branch step), once the trunk of config.branch_from is one
+def check(config, total_steps: int, trunk_total_steps) -> None:
+    """Raises ValueError, naming what differs and the fix, unless the trunk of config.branch_from is one
     this run can start from. `trunk_total_steps(trunk_config)` gives the trunk's length in steps (its
-    durations may be in epochs of the same data). Raises ValueError naming what differs and the fix."""
+    durations may be in epochs of the same data)."""
     trunk = config.branch_from
     trunk_config = rundir.load_config(trunk)
     differing = {key: change for key, change in
@@ -63,11 +63,12 @@ def check(config, total_steps: int, trunk_total_steps) -> tuple[str, int]:
     return directory, step
 
 
-def restore(config, total_steps: int, trunk_total_steps, abstract_state):
-    """(train state at the branch step, its checkpoint's meta) read from the trunk, verified."""
-    directory, step = check(config, total_steps, trunk_total_steps)
+def restore(config, total_steps: int, abstract_state):
+    """(train state at the branch step, its checkpoint's meta) read from the trunk, verified; `check`
+    (the trainer's plan) has vetted the trunk."""
+    directory = rundir.checkpoint_dir(rundir.locate(config.branch_from).run_dir)
     reader = checkpoint.Checkpointer(directory, read_only=True)
     try:
-        return reader.restore(step, abstract_state)
+        return reader.restore(branch_step(config, total_steps), abstract_state)
     finally:
         reader.close()

@@ -313,7 +313,7 @@ def _restore_or_initialise(config, p: Plan, spec: StateSpec, ckpt, init_key):
         print(f"resuming from step {int(state.step)} ({ckpt.directory})", flush=True)
         return state, meta.get("wall_seconds", 0.0)
     if config.branch_from:
-        state, meta = branch.restore(config, p.total_steps, _total_steps_of(p.info), spec.abstract)
+        state, meta = branch.restore(config, p.total_steps, spec.abstract)
         _say(f"branching from step {int(state.step)} of {config.branch_from}")
         return state, meta.get("wall_seconds", 0.0)
     state = init_state(spec, init_key)
