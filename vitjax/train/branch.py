@@ -60,7 +60,6 @@ def check(config, total_steps: int, trunk_total_steps) -> None:
         raise ValueError(f"branch_from={trunk!r} has no checkpoint at step {step} (it has {kept or 'none'}): a "
                          f"trunk keeps the steps of its --config.keep_checkpoint_steps (set them before it passes "
                          f"them); train one with {step} among them, or clear branch_from")
-    return directory, step
 
 
 def restore(config, total_steps: int, abstract_state):
