@@ -70,7 +70,11 @@ def figure(found: dict, path: str) -> None:
         ax.set_ylabel("accuracy (%)")
         ax.set_title(f"{size:,} training images")
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8, loc="lower right")
+    labelled = {}  # every family's entries, whichever panel drew them
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            labelled.setdefault(label, handle)
+    axes[0][-1].legend(labelled.values(), labelled.keys(), fontsize=8, loc="center right")
     title = (f"Budget ladder, seed 0: {ladder.BUDGET}. Ringed: the converged budget (the next rung gains <= "
              f"{readouts.protocol.CONVERGENCE_FLOOR} validation points)")
     fig.suptitle(textwrap.fill(title, int(width * 13)), fontsize=9)
