@@ -22,7 +22,7 @@ Expected time on 2 idle cores of the 2026-12-01 host (ViT ~0.08 s a step, BiT ~0
 part 1 ~100 min (ViT 26.9k steps, BiT 26.9k); part 2 ~75 min (22.6k steps each). Measured on
 2026-12-03's host, about 2x slower (experiments/README.md, Part 1c): the 55k ViT ladder 2,863 s (its
 4x trunk 2,452 s, partly beside the test suite), the 55k BiT's 1,323 s of trunk to its 2x branch
-point plus 485 s of 1x and 2x cooldowns; the 550-image ViT ladder ~1,440 s under load.
+point plus 485 s of 1x and 2x cooldowns; the 550-image ViT ladder 1,246 s under load (1,039 + 69 + 138).
 """
 import os
 
