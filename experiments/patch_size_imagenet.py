@@ -3,6 +3,7 @@ the protocol of experiments/data_scaling_imagenet.py.
 
     vitjax sweep experiments/patch_size_imagenet.py --workdir DIR [--parallel 3 --pin_gpus]
     vitjax sweep experiments/patch_size_imagenet.py:seeds=2,scale=0.01 --workdir DIR   # a short look
+    vitjax sweep experiments/patch_size_imagenet.py:ladder=true --workdir DIR          # the convergence ladder
     vitjax plot DIR --out experiments/results/patch_size_imagenet
 
 configs/imagenet/vit_b16.py with `model.variant` set to B/32, B/16 and B/8 (49, 196 and 784 tokens) on
@@ -18,6 +19,7 @@ GPU-days, better run on a multi-chip slice (`--parallel 1`: the mesh spreads one
 import os
 
 from vitjax.config import load_module, parse_arg
+from vitjax.sweep.budget import Ladder
 
 _here = os.path.dirname(os.path.abspath(__file__))
 _imagenet = load_module(os.path.join(_here, "data_scaling_imagenet.py"))
@@ -30,8 +32,15 @@ FEWSHOT = _imagenet.FEWSHOT
 
 
 def get_runs(arg=None):
-    a = parse_arg(arg, seeds=1, scale=1.0)
+    a = parse_arg(arg, seeds=1, scale=1.0, ladder=False)
     config, warmup = _imagenet.MODELS["vit_b16"]
-    return [(f"vit_b{patch}_s{seed}", config,
-             {**_imagenet.overrides(SIZE, seed, warmup, a.scale), "model.variant": f"B/{patch}"})
+
+    def run_overrides(seed, patch):
+        return {**_imagenet.overrides(SIZE, seed, warmup, a.scale), "model.variant": f"B/{patch}"}
+    if a.ladder:  # data_scaling_imagenet.py's convergence ladder, per patch size
+        ladder = Ladder(_imagenet.budget(a.scale), multiples=_imagenet.LADDER_MULTIPLES)
+        return [run for seed in range(a.seeds) for patch in PATCHES
+                for run in ladder.runs(lambda m: f"vit_b{patch}_s{seed}_x{m}", config, run_overrides(seed, patch),
+                                       SIZE)]
+    return [(f"vit_b{patch}_s{seed}", config, run_overrides(seed, patch))
             for seed in range(a.seeds) for patch in PATCHES]

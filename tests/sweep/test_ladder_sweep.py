@@ -53,3 +53,11 @@ def test_the_accelerator_data_scaling_sweep_has_the_same_ladder():
     assert trunk["total_steps"] == 4 * 95_000 and trunk["schedule"] == "wsd"
     assert list(trunk["keep_checkpoint_steps"]) == [95_000 - 19_000, 190_000 - 38_000]
     assert rung["total_steps"] == 95_000 and rung["branch_from"] == "{sweep_dir}/vit_b16_n1.3M_s0_x4"
+
+
+def test_the_accelerator_patch_size_sweep_has_the_same_ladder():
+    sweep = spec.load(os.path.join(ROOT, "experiments", "patch_size_imagenet.py") + ":ladder=true")
+    runs = {r.name: r.overrides for r in sweep.runs}
+    assert sorted(runs) == sorted(f"vit_b{p}_s0_x{m}" for p in (32, 16, 8) for m in (1, 2, 4))
+    assert runs["vit_b8_s0_x2"]["branch_from"] == "{sweep_dir}/vit_b8_s0_x4"
+    assert runs["vit_b8_s0_x4"]["model.variant"] == "B/8" and runs["vit_b8_s0_x4"]["total_steps"] == 4 * 285_645
