@@ -106,11 +106,8 @@ def _write_csv(path, groups, columns):
 
 
 def _figure(ncols):
-    import matplotlib
-    matplotlib.use("Agg")  # headless: no display on training machines or in tests
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, ncols, figsize=(5.6 * ncols, 4.6), squeeze=False)
-    return plt, fig, axes[0]
+    """One row of `ncols` panels: (plt, fig, list of axes)."""
+    return _panels(ncols, per_row=ncols, panel=(5.6, 4.6), title_height=0.0)
 
 
 def _save(plt, fig, path):
@@ -377,13 +374,13 @@ def compute(rows, out, meta=None) -> list[str]:
             _write_csv(storage.join(out, "compute.csv"), table, columns)]
 
 
-def _panels(n: int, per_row: int = 3):
-    """A figure of n panels, at most `per_row` a row; returns (plt, fig, flat list of axes)."""
+def _panels(n: int, per_row: int = 3, panel=(4.6, 3.9), title_height: float = 0.8):
+    """A figure of n panels of `panel` inches, at most `per_row` a row; returns (plt, fig, flat list of axes)."""
     import matplotlib
-    matplotlib.use("Agg")
+    matplotlib.use("Agg")  # headless: no display on training machines or in tests
     import matplotlib.pyplot as plt
     cols, rows = min(n, per_row), -(-n // per_row)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.9 * rows + 0.8), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(panel[0] * cols, panel[1] * rows + title_height), squeeze=False)
     return plt, fig, [ax for row in axes for ax in row]
 
 
