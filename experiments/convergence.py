@@ -3,6 +3,7 @@ stops helping on validation (issue: the 8-epoch budget, not the data, decided th
 
     vitjax sweep experiments/convergence.py:part=1 --workdir runs/convergence   # 550, 5.5k, 55k
     vitjax sweep experiments/convergence.py:part=2 --workdir runs/convergence   # 1.7k, 17k
+    vitjax sweep experiments/convergence.py:part=seeds --workdir runs/convergence  # seeds 1-2 at 55k
     python experiments/convergence_report.py runs/convergence --out experiments/results/convergence
 
 For each family (configs/fashion_mnist/{vit,bit}.py, as the plain arm trains them: experiments/protocol.py)
@@ -14,6 +15,10 @@ from there (`branch_from`): the same run as from step 0, for ~1.2x the trunk's s
 the protocol's validation split; a rung's number is validation accuracy at its best step (test accuracy
 at that step is reported beside it, never used to choose).
 
+`:part=seeds` trains seeds 1 and 2 at 55k images at each family's converged budget as the committed
+ladder chose it (experiments/results/convergence/convergence.json), and at 1x where that is longer (the
+1x rung is C4's baseline), again as one trunk with the 1x cooldown branched off it.
+
 The convergence rule, pre-registered in experiments/README.md: the converged budget of a family and
 size is the shortest rung whose next rung gains <= 0.5 points of best validation accuracy; a point
 whose last rung still gains more is **capped** at the top rung.
@@ -24,12 +29,15 @@ part 1 ~100 min (ViT 26.9k steps, BiT 26.9k); part 2 ~75 min (22.6k steps each).
 4x trunk 2,452 s, partly beside the test suite), the 55k BiT's 1,323 s of trunk to its 2x branch
 point plus 485 s of 1x and 2x cooldowns; the 550-image ViT ladder 1,246 s under load (1,039 + 69 + 138).
 """
+import json
 import os
 
 from vitjax.config import load_module
 from vitjax.sweep.budget import Ladder
 
-_protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_protocol = load_module(os.path.join(_HERE, "protocol.py"))
+CHOSEN = os.path.join(_HERE, "results", "convergence", "convergence.json")
 
 LADDER = Ladder(_protocol.BUDGET, multiples=(1, 2, 4), cooldown_fraction=0.2)
 BUDGET = LADDER.describe()
@@ -38,6 +46,7 @@ FEWSHOT = None
 MODELS = {"vit": "configs/fashion_mnist/vit.py", "bit": "configs/fashion_mnist/bit.py"}
 PARTS = {"1": (550, 5_500, 55_000), "2": (1_700, 17_000)}
 SEEDS = (0,)
+SEED_PARTS = {"seeds": ((55_000,), (1, 2))}  # part: (sizes, seeds) at the converged budgets
 
 
 def rung_name(model: str, size: int, seed: int, multiple: int) -> str:
@@ -50,10 +59,30 @@ def ladder_runs(model: str, config: str, size: int, seed: int, ladder: Ladder = 
                        _protocol.overrides(size, seed), size)
 
 
+def converged_multiple(model: str, size: int, chosen_file: str = CHOSEN) -> int:
+    """The multiple the committed seed-0 ladder chose for `model` at `size` (capped ones at their top)."""
+    chosen = json.load(open(chosen_file)) if os.path.exists(chosen_file) else {}
+    key = f"{model}_n{size}"
+    if key not in chosen:
+        raise ValueError(f"{chosen_file} has no ladder for {key}: run its seed-0 ladder and "
+                         f"experiments/convergence_report.py before its other seeds")
+    return chosen[key]["chosen"]
+
+
+def converged_runs(model: str, config: str, size: int, seed: int, chosen_file: str = CHOSEN) -> list:
+    """One seed at the converged budget, with the 1x rung beside it (branched off when shorter)."""
+    multiples = tuple(sorted({1, converged_multiple(model, size, chosen_file)}))
+    return ladder_runs(model, config, size, seed, Ladder(LADDER.budget, multiples, LADDER.cooldown_fraction))
+
+
 def get_runs(arg=None):
     part = dict(item.split("=", 1) for item in arg.split(",")).get("part") if arg else None
+    if part in SEED_PARTS:
+        sizes, seeds = SEED_PARTS[part]
+        return [run for size in sizes for seed in seeds for model, config in MODELS.items()
+                for run in converged_runs(model, config, size, seed)]
     if part not in PARTS:
-        raise ValueError(f"choose a part: experiments/convergence.py:part=1 (sizes {PARTS['1']}) or "
-                         f":part=2 (sizes {PARTS['2']})")
+        raise ValueError(f"choose a part: experiments/convergence.py:part=1 (sizes {PARTS['1']}), "
+                         f":part=2 (sizes {PARTS['2']}) or :part=seeds (seeds 1-2 at 55k)")
     return [run for size in PARTS[part] for seed in SEEDS for model, config in MODELS.items()
             for run in ladder_runs(model, config, size, seed)]

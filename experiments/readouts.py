@@ -427,11 +427,15 @@ def convergence(rows, seed: int = 0) -> dict:
 
 
 def check_pairable(rows) -> None:
-    """Raises ValueError when the runs a read-out pairs ran on different hosts, device splits or code."""
-    keys = {r["pair_key"] for r in rows}
-    if len(keys) > 1:
-        raise ValueError(f"runs to be paired differ in host, devices or code ({sorted(keys)}): pair only runs "
-                         f"of one pair_key (vitjax/sweep/table.py)")
+    """Raises ValueError when the runs a read-out pairs within one seed ran on different hosts, device
+    splits or code. Seeds are independent draws, so two seeds may come from two hosts."""
+    keys = {}
+    for r in rows:
+        keys.setdefault(r["seed"], set()).add(r["pair_key"])
+    for seed, found in sorted(keys.items()):
+        if len(found) > 1:
+            raise ValueError(f"seed {seed}'s runs to be paired differ in host, devices or code ({sorted(found)}): "
+                             f"pair only runs of one pair_key (vitjax/sweep/table.py)")
 
 
 def converged_arm(rows) -> dict:

@@ -3,7 +3,10 @@ through `{sweep_dir}`, and experiments/convergence.py's runs are the ladder the 
 import json
 import os
 
+import pytest
+
 from vitjax import rundir
+from vitjax.config import load_module
 from vitjax.sweep import runner, spec
 from tests.sweep.test_spec import _sweep_file
 
@@ -42,6 +45,22 @@ def test_the_convergence_sweep_is_the_registered_ladder():
     # The trunk keeps exactly the steps where the 1x and 2x cooldowns start (the last 20% of each).
     assert list(trunk["keep_checkpoint_steps"]) == [3_438 - round(0.2 * 3_438), 6_876 - round(0.2 * 6_876)]
     assert runs["bit_n550_s0_x1"]["total_steps"] == 1_200
+
+
+def test_the_seeds_part_trains_each_family_at_its_committed_converged_budget(tmp_path):
+    convergence = load_module(os.path.join(ROOT, "experiments", "convergence.py"))
+    chosen = tmp_path / "convergence.json"
+    chosen.write_text(json.dumps({"vit_n55000": {"chosen": 4}, "bit_n55000": {"chosen": 1}}))
+    runs = {name: overrides for name, _, overrides in
+            convergence.converged_runs("vit", "vit.py", 55_000, 1, str(chosen)) +
+            convergence.converged_runs("bit", "bit.py", 55_000, 1, str(chosen))}
+    # The ViT: a 4x trunk and the 1x rung (C4's baseline) branched off it; the BiT: its 1x alone.
+    assert sorted(runs) == ["bit_n55000_s1_x1", "vit_n55000_s1_x1", "vit_n55000_s1_x4"]
+    assert runs["vit_n55000_s1_x4"]["total_steps"] == 4 * 3_438
+    assert runs["vit_n55000_s1_x1"]["branch_from"] == "{sweep_dir}/vit_n55000_s1_x4"
+    assert runs["bit_n55000_s1_x1"]["total_steps"] == 3_438 and runs["bit_n55000_s1_x1"]["seed"] == 1
+    with pytest.raises(ValueError, match="no ladder for vit_n5500"):
+        convergence.converged_runs("vit", "vit.py", 5_500, 1, str(chosen))
 
 
 def test_the_accelerator_data_scaling_sweep_has_the_same_ladder():

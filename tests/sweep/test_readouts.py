@@ -356,6 +356,18 @@ def test_converged_read_outs_refuse_runs_of_different_hosts_or_code():
         readouts.converged_arm(_ladder_table(key_of_bit_55k="host B"))
 
 
+def test_two_seeds_may_come_from_two_hosts_but_not_one_seed():
+    table = _ladder_table()
+    for row in list(table):
+        if row["train_size"] == 55_000:  # seed 1: every term of its pair on host B
+            table.append({**row, "seed": 1, "accuracy": row["accuracy"] + 0.01, "pair_key": "host B"})
+    decided = readouts.converged_arm(table)
+    assert decided["C2"]["df"] == 1 and decided["C2"]["q"] == pytest.approx(1.0)
+    next(r for r in table if r["seed"] == 1 and r["family"] == "vit" and r["steps"] == 4 * 3_438)["pair_key"] = "C"
+    with pytest.raises(ValueError, match="seed 1's runs to be paired differ"):
+        readouts.converged_arm(table)
+
+
 def test_seeds_to_decide_from_the_observed_effect_and_spread():
     # Q = 1.0, sd = 0.5: n = 3 gives t(0.975, 2) 0.5 / sqrt(3) = 1.24 > 1; n = 4: 3.182 x 0.25 = 0.80 < 1.
     assert readouts.seeds_to_decide({"q": 1.0, "per_seed": [0.5, 1.0, 1.5]}) == 4
