@@ -22,6 +22,8 @@ import tempfile
 import numpy as np
 
 from vitjax import host, rundir
+from vitjax import metrics_log
+from vitjax.checkpoints import reader
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = {
@@ -52,9 +54,9 @@ def flat(tree, prefix=""):
 
 
 def compare(reference: str, other: str) -> dict:
-    a, b = flat(rundir.read_checkpoint_params(reference)), flat(rundir.read_checkpoint_params(other))
+    a, b = flat(reader.read_params(reference)), flat(reader.read_params(other))
     largest = max(float(np.max(np.abs(a[k] - b[k]))) for k in a)
-    losses = [[r["step"], r["loss"]] for r in rundir.read_metrics(other) if "loss" in r]
+    losses = [[r["step"], r["loss"]] for r in metrics_log.read_metrics(other) if "loss" in r]
     results = rundir.read_results(other)
     return {"bitwise_equal": all(np.array_equal(a[k], b[k]) for k in a), "largest_param_difference": largest,
             "losses": losses, "test_accuracy": results["test_accuracy"], "devices": results["devices"],

@@ -7,8 +7,7 @@ import sys
 
 import pytest
 
-from vitjax import config as config_layer
-from vitjax.train import optimizer
+from vitjax import config as config_layer, durations
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
@@ -31,8 +30,8 @@ def test_config_file_documents_its_command_and_result_and_loads_as_documented(pa
     for path_with_arg in {os.path.relpath(path, ROOT), *documented}:
         config = config_layer.load_config(os.path.join(ROOT, path_with_arg))
         assert set(config.keys()) == set(config_layer.base().keys()), path_with_arg
-        durations = [config[f"total_{unit}"] for unit in optimizer.DURATION_UNITS]
-        assert sum(bool(d) for d in durations) == 1, (path_with_arg, durations)
+        lengths = [config[f"total_{unit}"] for unit in durations.DURATION_UNITS]
+        assert sum(bool(d) for d in lengths) == 1, (path_with_arg, lengths)
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: os.path.relpath(p, ROOT))

@@ -13,7 +13,8 @@ import json, sys
 from vitjax import rundir, tensorflow_startup
 assert tensorflow_startup.skip_keras()
 import vitjax.data
-log = rundir.MetricsLog(sys.argv[1])
+from vitjax import metrics_log
+log = metrics_log.MetricsLog(sys.argv[1])
 log.write(3, {"loss": 1.5})
 log.close()
 print(json.dumps({"keras": sorted(m for m in sys.modules if m.split(".")[0] == "keras")}))

@@ -12,6 +12,7 @@ import pytest
 
 from tests.train import tiny_config
 from vitjax import rundir, xla_cpu
+from vitjax.checkpoints import reader
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIBRARY = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
@@ -121,6 +122,7 @@ _CHOOSE = """
 import json, os, sys
 from tests.train import tiny_config
 from vitjax import xla_cpu
+from vitjax.checkpoints import reader
 config = tiny_config.get_config()
 for arg in sys.argv[1:]:
     exec(arg)
@@ -192,7 +194,7 @@ def test_train_on_four_devices_then_restore_elsewhere(tmp_path):
     again = _vitjax("train", "--config", f"{TINY}:steps=10", "--workdir", workdir, VITJAX_XLA_CPU_DEFAULTS="0")
     assert again.returncode == 0 and "is finished" in again.stdout, again.stderr[-3000:]
     # Fine-tuning, few-shot and analysis read the parameters in this process (one CPU device).
-    params = rundir.read_checkpoint_params(workdir)
+    params = reader.read_params(workdir)
     assert all(isinstance(leaf, np.ndarray) for leaf in jax.tree.leaves(params))
     assert params["head"]["kernel"].shape == (32, 4)
     # `vitjax eval` restores the train state in a process of its own, here with two devices.

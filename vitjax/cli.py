@@ -100,7 +100,7 @@ def _train(args):
         sys.exit(f"vitjax train: error: {error}")
 
     join(args)
-    from vitjax import rundir
+    from vitjax import train_lock
     from vitjax.train import preemption, trainer
     try:
         runtime = xla_cpu.choose(config)  # on a CPU backend only; after jax.distributed, before any device starts
@@ -112,7 +112,7 @@ def _train(args):
     except KeyboardInterrupt:  # a second Ctrl-C (the first saves and exits as preempted)
         sys.exit("vitjax train: stopped by a second Ctrl-C, unsaved; the same command resumes from the newest "
                  "checkpoint")
-    except (ValueError, trainer.NonFiniteLoss, rundir.WorkdirInUse) as error:
+    except (ValueError, trainer.NonFiniteLoss, train_lock.WorkdirInUse) as error:
         sys.exit(f"vitjax train: error: {error}")
     except OSError as error:  # the run directory's disk or permissions (EACCES, ENOSPC, EROFS), a missing file
         sys.exit(f"vitjax train: error: {_os_error(error)}")
@@ -129,7 +129,7 @@ def _os_error(error: OSError) -> str:
     line = f"{error.filename}: {error.strerror or error}"
     if error.errno is not None:
         line += f" (errno {errno.errorcode.get(error.errno, error.errno)})"
-    if error.errno == errno.ENOSPC and error.filename:
+    if error.errno == errno.ENOSPC and "free" not in line:
         try:
             free = shutil.disk_usage(os.path.dirname(os.path.abspath(error.filename)) or ".").free
             line += f"; free space there: {free / 2**20:,.0f} MiB"
@@ -164,11 +164,12 @@ def _eval(args):
 def _export(args):
     """A checkpoint's evaluated parameters as an official-layout .npz, and the flags that load it."""
     from vitjax import rundir
+    from vitjax.checkpoints import locations, reader
     from vitjax.config import override_flags, teacher_overrides
     from vitjax.interop import npz, pretrained
     try:
-        params = rundir.read_checkpoint_params(args.checkpoint)
-        config = rundir.load_config(rundir.locate(args.checkpoint).run_dir)
+        params = reader.read_params(args.checkpoint)
+        config = rundir.load_config(locations.locate(args.checkpoint).run_dir)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax export: error: {error}")
     path = npz.save(args.out, params)

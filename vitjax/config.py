@@ -117,7 +117,7 @@ def base() -> ml_collections.ConfigDict:
     c.compiler_options = ml_collections.ConfigDict()
 
     # How the run executes, not what it computes: changing these never makes a run another config
-    # (rundir.RUNTIME_KEYS). compilation_cache_dir: JAX's persistent compilation cache (a directory or
+    # (config_compare.RUNTIME_KEYS). compilation_cache_dir: JAX's persistent compilation cache (a directory or
     # gs://; '' = $VITJAX_COMPILATION_CACHE, or off), applied by `vitjax train`.
     c.compilation_cache_dir = ""
     # profile_steps: 'START:STOP' traces steps START+1..STOP with jax.profiler into WORKDIR/profile
@@ -416,11 +416,10 @@ def model_fields(model_name: str) -> dict:
 
     from vitjax import models  # here, not at the top: it starts JAX, which loading a config must not
 
-    family = models.FAMILIES.get(model_name)
-    if family is None:
+    if model_name not in models.FAMILIES:
         return {}
     return {f.name: (f.default if f.default is not dataclasses.MISSING else None)
-            for f in dataclasses.fields(family) if f.name not in _NOT_MODEL_FIELDS}
+            for f in dataclasses.fields(models.family(model_name)) if f.name not in _NOT_MODEL_FIELDS}
 
 
 # Groups of model-class arguments, each named by the config key of its model's name: a group holds only

@@ -12,7 +12,7 @@ An object store differs from a disk in three ways that matter to vitjax, and eac
                    deletes the originals (`move`), which is not atomic (see there)
     no append      an object is written whole: `write_text` replaces it in one upload, which a reader
                    sees whole or not at all, so it needs no temporary file
-    no flock       nothing locks an object the way fcntl.flock locks a file (vitjax/rundir.py's `lock`
+    no flock       nothing locks an object the way fcntl.flock locks a file (vitjax/train_lock.py
                    says what the trainer does instead)
 
 This module imports no vitjax module: vitjax/rundir.py and everything above it use it.

@@ -234,11 +234,11 @@ def _compiler_options(config) -> dict:
 def _takes_kernels(model_name: str) -> bool:
     from vitjax import models
 
-    family = models.FAMILIES.get(model_name)
-    return family is not None and "kernels" in {f.name for f in dataclasses.fields(family)}
+    return (model_name in models.FAMILIES
+            and "kernels" in {f.name for f in dataclasses.fields(models.family(model_name))})
 
 
 # What vitjax up to 2026-12-03 wrote into a CPU run's config.json (the choices were config then): a
-# recorded value of these keys where the other config has none is no difference (rundir.differing_keys).
+# recorded value of these keys where the other config has none is no difference (config_compare.differing_keys).
 LEGACY_CONFIG_FILLS = {"model.kernels": list(MODEL_KERNELS),
                        **{f"compiler_options.{key}": value for key, value in COMPILER_OPTIONS.items()}}

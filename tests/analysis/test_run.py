@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 from vitjax.analysis import run
+from vitjax.checkpoints import locations, reader
+from vitjax import config_compare
 from tests.analysis import tiny
 
 ALL = {"posemb_similarity", "attention_distance", "attention_maps", "filter_pca", "cls_segmentation"}
@@ -115,7 +117,7 @@ def test_swin_gets_its_patch_filters_and_a_clear_message_for_the_vit_analyses(tm
 def _minimal_workdir(path, posemb="learned"):
     """A workdir as the trainer leaves it: config.json and checkpoints/<step>/state holding {'params', ...}."""
     from vitjax import rundir
-    from vitjax.train.checkpoint import Checkpointer
+    from vitjax.checkpoints.checkpointer import Checkpointer
 
     model_kwargs = dict(patch_size=4, width=16, depth=2, mlp_dim=32, num_heads=2, posemb=posemb)
     config = ml_collections.ConfigDict(dict(
@@ -124,9 +126,9 @@ def _minimal_workdir(path, posemb="learned"):
                   synthetic=dict(image_shape=list(tiny.IMAGE_SHAPE), num_classes=tiny.NUM_CLASSES))))
     os.makedirs(path)
     with open(rundir.file_path(path, rundir.CONFIG), "w") as f:
-        json.dump(rundir.config_to_dict(config), f)
+        json.dump(config_compare.config_to_dict(config), f)
     _, params = tiny.vit(posemb=posemb)
-    ckpt = Checkpointer(rundir.checkpoint_dir(path), async_save=False)
+    ckpt = Checkpointer(locations.checkpoint_dir(path), async_save=False)
     ckpt.save(7, {"step": np.int32(7), "params": params}, {})
     ckpt.close()
     return str(path)
@@ -193,7 +195,7 @@ def test_the_init_control_is_the_trainers_initialisation_of_the_runs_architectur
     from vitjax.train import trainer
 
     config = rundir.load_config(trained_tiny_run)
-    trained = rundir.read_checkpoint_params(trained_tiny_run)
+    trained = reader.read_params(trained_tiny_run)
     model = run.model_from_config(config, trained)
     init = control.initial_params(model, control.seed_of(config), tuple(config.data.synthetic.image_shape))
     assert jax.tree.map(np.shape, init) == jax.tree.map(np.shape, trained)

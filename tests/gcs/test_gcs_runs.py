@@ -20,6 +20,7 @@ from vitjax.interop import npz
 from vitjax.sweep import plots, table
 from vitjax.train import trainer
 from vitjax.interop.pretrained import load as load_pretrained
+from vitjax.checkpoints import locations, reader
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,7 @@ def test_sigkill_in_a_bucket_then_resume_is_bitwise_exact(resumed, uninterrupted
     workdir, run = resumed
     assert "resuming from step" in run.stdout
     assert "TensorBoard events are not written" in run.stdout  # TensorFlow's GCS client has no emulator setting
-    assert {rundir.CONFIG, rundir.METRICS, rundir.RESULTS, rundir.CHECKPOINTS} <= set(storage.listdir(workdir))
+    assert {rundir.CONFIG, rundir.METRICS, rundir.RESULTS, locations.CHECKPOINTS} <= set(storage.listdir(workdir))
     # No lock in a bucket, said plainly; the killed trainer's train.lock was reported, replaced, and deleted
     # by the trainer that finished.
     assert "has no file locks: nothing stops a second trainer" in run.stdout
@@ -59,21 +60,21 @@ def test_sigkill_in_a_bucket_then_resume_is_bitwise_exact(resumed, uninterrupted
 def test_a_corrupt_step_in_a_bucket_is_set_aside_and_the_previous_one_resumed(resumed, uninterrupted):
     workdir, _ = resumed
     storage.remove(rundir.file_path(workdir, rundir.RESULTS))
-    steps = rundir.checkpoint_steps(rundir.checkpoint_dir(workdir))
-    state = storage.as_path(rundir.step_dir(rundir.checkpoint_dir(workdir), steps[-1])) / rundir.STATE
+    steps = locations.checkpoint_steps(locations.checkpoint_dir(workdir))
+    state = storage.as_path(locations.step_dir(locations.checkpoint_dir(workdir), steps[-1])) / locations.STATE
     largest = max(storage.files_below(state), key=lambda p: p.stat().length)
     largest.unlink()
     run = test_faults._run(workdir)
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"checkpoint step {steps[-1]} is corrupt" in run.stdout
     assert f"resuming from step {steps[-2]}" in run.stdout
-    aside = storage.listdir(rundir.corrupt_dir(rundir.checkpoint_dir(workdir)))
+    aside = storage.listdir(locations.corrupt_dir(locations.checkpoint_dir(workdir)))
     assert [name.split("-")[0] for name in aside] == [str(steps[-1])]
     test_faults._assert_bitwise_equal(test_faults._final_params(workdir), test_faults._final_params(uninterrupted))
 
 
 def test_init_from_a_gs_npz_reads_the_same_parameters_as_a_local_one(gcs, trained_tiny_run, tmp_path):
-    params = rundir.read_checkpoint_params(trained_tiny_run)
+    params = reader.read_params(trained_tiny_run)
     local, remote = npz.save(str(tmp_path / "tiny.npz"), params), npz.save(f"{gcs}/weights/tiny", params)
     assert remote == f"{gcs}/weights/tiny.npz" and storage.exists(remote)
     model = trainer.plan(tiny_config.get_config()).model

@@ -252,7 +252,7 @@ def test_encoder_params_fill_the_classifier_but_its_heads(pool, scan):
 def test_build_makes_an_mae_without_a_head_and_configs_see_its_fields():
     model = models.build("mae", 10, variant="Ti/16", mask_ratio=0.5, kernels=["heads_major"])
     assert isinstance(model, MAE) and model.mask_ratio == 0.5 and model.kernels == ("heads_major",)
-    assert models.FAMILIES["mae"] is MAE
+    assert models.family("mae") is MAE
     fields = config_lib.model_fields("mae")
     assert {"mask_ratio", "decoder_width", "norm_pix_loss"} <= set(fields) and "num_classes" not in fields
     assert "num_classes" not in str(MAE.__dataclass_fields__)

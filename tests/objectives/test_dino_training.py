@@ -10,8 +10,10 @@ import shutil
 import jax
 import numpy as np
 
-from vitjax import checkpoint_integrity as integrity, cli, models, rundir
+from vitjax import cli, models, rundir
 from vitjax.interop import pretrained
+from vitjax.checkpoints import integrity, locations, reader
+from vitjax import metrics_log
 
 TINY = "tests/train/tiny_config.py:model=dino,steps=4"
 ARGS = ["--config.checkpoint_every_steps=2", "--config.log_every_steps=1", "--config.warmup_steps=1",
@@ -25,9 +27,9 @@ def train(workdir):
 
 
 def _saved_state(workdir, step=None):
-    location = rundir.locate(workdir)
-    step = rundir.step_dir(location.checkpoint_dir, step or rundir.chosen_step(location))
-    return integrity.read_verified(os.path.join(step, rundir.STATE), os.path.join(step, rundir.META), "test")
+    location = locations.locate(workdir)
+    step = locations.step_dir(location.checkpoint_dir, step or locations.chosen_step(location))
+    return integrity.read_verified(os.path.join(step, locations.STATE), os.path.join(step, locations.META), "test")
 
 
 def _assert_same(got, want):
@@ -39,7 +41,8 @@ def _assert_same(got, want):
 def _train_rows(workdir):
     """The logged train metrics, less the wall-clock ones (img/s), which no two runs share."""
     timing = {"img_per_sec", "gflops_per_sec"}
-    return [{k: v for k, v in row.items() if k not in timing} for row in rundir.read_metrics(workdir) if "loss" in row]
+    rows = metrics_log.read_metrics(workdir)
+    return [{k: v for k, v in row.items() if k not in timing} for row in rows if "loss" in row]
 
 
 def test_dino_trains_through_the_cli_logs_its_monitors_and_resumes_bit_exactly(trained_tiny_dino_run, tmp_path,
@@ -64,7 +67,7 @@ def test_dino_trains_through_the_cli_logs_its_monitors_and_resumes_bit_exactly(t
     copy = str(tmp_path / "copy")
     shutil.copytree(workdir, copy)
     os.remove(rundir.file_path(copy, rundir.RESULTS))
-    shutil.rmtree(rundir.step_dir(rundir.checkpoint_dir(copy), 4))
+    shutil.rmtree(locations.step_dir(locations.checkpoint_dir(copy), 4))
     capsys.readouterr()
     train(copy)
     assert "resuming from step 2" in capsys.readouterr().out
@@ -77,9 +80,9 @@ def test_dino_trains_through_the_cli_logs_its_monitors_and_resumes_bit_exactly(t
     # validation step's checkpoint (the view metrics were the teacher's), and init_from, which loads its
     # backbone into the ViT classifier of the same dimensions, the head afresh.
     teacher = state["extra"]["teacher"]
-    _assert_same(rundir.read_checkpoint_params(workdir), teacher)
+    _assert_same(reader.read_params(workdir), teacher)
     best = rundir.read_results(workdir)["best_step"]
-    _assert_same(rundir.read_checkpoint_params(rundir.best_checkpoint_dir(workdir)),
+    _assert_same(reader.read_params(locations.best_checkpoint_dir(workdir)),
                  _saved_state(workdir, best)["extra"]["teacher"])
     vit = models.build("vit", 4, patch_size=4, width=32, depth=1, num_heads=2, mlp_dim=64)
     loaded = pretrained.load(workdir, vit, (16, 16, 3))

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 from tests.train import tiny_config
-from vitjax import cli, rundir
+from vitjax import cli, metrics_log, rundir
 from vitjax import config as config_layer
+from vitjax.checkpoints import locations, reader
 from vitjax.interop import npz
-from vitjax.train import trainer
+from vitjax.train import reevaluate, trainer
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +34,7 @@ def _student_config(teacher, steps=10):
 
 
 def _losses(workdir):
-    return [(r["step"], r["loss"], r["loss_distillation"]) for r in rundir.read_metrics(workdir) if "loss" in r]
+    return [(r["step"], r["loss"], r["loss_distillation"]) for r in metrics_log.read_metrics(workdir) if "loss" in r]
 
 
 def test_student_trains_resumes_bit_exactly_and_evaluates_the_mean_of_its_heads(teacher_run, tmp_path, capsys):
@@ -42,9 +43,9 @@ def test_student_trains_resumes_bit_exactly_and_evaluates_the_mean_of_its_heads(
     assert [s for s, _, _ in _losses(workdir)] == [5, 10]
 
     # The teacher in the student's checkpoint is the teacher run's, unchanged by training.
-    state = rundir.read_checkpoint_params(workdir)  # the student's parameters
+    state = reader.read_params(workdir)  # the student's parameters
     assert "head_dist" in state and "dist" in state
-    teacher = rundir.read_checkpoint_params(teacher_run)
+    teacher = reader.read_params(teacher_run)
     saved = _saved_extra(workdir)
     for (path, want), got in zip(jax.tree_util.tree_flatten_with_path(teacher)[0], jax.tree.leaves(saved)):
         np.testing.assert_array_equal(got, want, err_msg=str(path))
@@ -53,12 +54,12 @@ def test_student_trains_resumes_bit_exactly_and_evaluates_the_mean_of_its_heads(
     copy = str(tmp_path / "copy")
     shutil.copytree(workdir, copy)
     os.remove(rundir.file_path(copy, rundir.RESULTS))
-    shutil.rmtree(rundir.step_dir(rundir.checkpoint_dir(copy), 10))
+    shutil.rmtree(locations.step_dir(locations.checkpoint_dir(copy), 10))
     resumed = trainer.train(_student_config(teacher_run), copy)
     assert "resuming from step 5" in capsys.readouterr().out
     assert _losses(copy) == _losses(workdir)
     assert (resumed["test_accuracy"], resumed["test_loss"]) == (results["test_accuracy"], results["test_loss"])
-    for got, want in zip(jax.tree.leaves(rundir.read_checkpoint_params(copy)), jax.tree.leaves(state)):
+    for got, want in zip(jax.tree.leaves(reader.read_params(copy)), jax.tree.leaves(state)):
         np.testing.assert_array_equal(got, want)
 
     # Evaluation scores the mean of the two heads (the model at inference), as `vitjax eval` does too.
@@ -68,13 +69,35 @@ def test_student_trains_resumes_bit_exactly_and_evaluates_the_mean_of_its_heads(
     np.testing.assert_allclose(p.objective.eval_logits(state, images), (cls + dist) / 2, rtol=1e-6, atol=1e-6)
 
 
+def test_a_student_resumes_and_evaluates_after_its_teacher_moved(teacher_run, tmp_path, capsys):
+    """The teacher's parameters are in every checkpoint and its model in teacher.json: its files may go."""
+    teacher = str(tmp_path / "teacher")
+    shutil.copytree(teacher_run, teacher)
+    workdir = str(tmp_path / "student")
+    finished = trainer.train(_student_config(teacher), workdir)
+    evaluated = reevaluate.evaluate_workdir(workdir)
+    shutil.move(teacher, str(tmp_path / "moved"))
+
+    os.remove(rundir.file_path(workdir, rundir.RESULTS))
+    shutil.rmtree(locations.step_dir(locations.checkpoint_dir(workdir), 10))
+    capsys.readouterr()
+    resumed = trainer.train(_student_config(teacher), workdir)
+    out = capsys.readouterr().out
+    assert f"the teacher {teacher} is gone" in out and "resuming from step 5" in out
+    assert (resumed["test_accuracy"], resumed["test_loss"]) == (finished["test_accuracy"], finished["test_loss"])
+    assert reevaluate.evaluate_workdir(workdir) == evaluated
+    # A new student cannot start from a teacher that is gone: its parameters are nowhere.
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        trainer.train(_student_config(teacher), str(tmp_path / "new"))
+
+
 def _saved_extra(workdir):
     """The extra state (the teacher's parameters) of the run's newest checkpoint, as host arrays."""
-    from vitjax import checkpoint_integrity as integrity
+    from vitjax.checkpoints import integrity
 
-    location = rundir.locate(workdir)
-    step = rundir.step_dir(location.checkpoint_dir, rundir.chosen_step(location))
-    tree = integrity.read_verified(os.path.join(step, rundir.STATE), os.path.join(step, rundir.META), "test")
+    location = locations.locate(workdir)
+    step = locations.step_dir(location.checkpoint_dir, locations.chosen_step(location))
+    tree = integrity.read_verified(os.path.join(step, locations.STATE), os.path.join(step, locations.META), "test")
     return tree["extra"]["teacher"]
 
 
@@ -99,7 +122,7 @@ def test_bad_distillation_configs_fail_before_compiling(teacher_run, tmp_path, c
 
 
 def test_npz_teacher_needs_its_model_and_loads_with_it(teacher_run, tmp_path):
-    path = npz.save(tmp_path / "teacher.npz", rundir.read_checkpoint_params(teacher_run))
+    path = npz.save(tmp_path / "teacher.npz", reader.read_params(teacher_run))
     config = _student_config(path)
     with pytest.raises(ValueError, match=re.escape("set distillation.model_name ('vit' or 'bit')")):
         trainer.plan(config)
@@ -108,7 +131,7 @@ def test_npz_teacher_needs_its_model_and_loads_with_it(teacher_run, tmp_path):
         config.distillation.model.update(dict(tiny_config.get_config().model))
     objective = trainer.plan(config).objective
     loaded = objective.loaded_extra()["teacher"]
-    for got, want in zip(jax.tree.leaves(loaded), jax.tree.leaves(rundir.read_checkpoint_params(teacher_run))):
+    for got, want in zip(jax.tree.leaves(loaded), jax.tree.leaves(reader.read_params(teacher_run))):
         np.testing.assert_array_equal(got, want)
 
 
@@ -123,7 +146,7 @@ def test_vitjax_export_writes_a_teacher_that_its_printed_flags_load(teacher_run,
     config = _student_config("")
     config_layer.apply_overrides(config, overrides)
     loaded = trainer.plan(config).objective.loaded_extra()["teacher"]
-    for got, want in zip(jax.tree.leaves(loaded), jax.tree.leaves(rundir.read_checkpoint_params(teacher_run))):
+    for got, want in zip(jax.tree.leaves(loaded), jax.tree.leaves(reader.read_params(teacher_run))):
         np.testing.assert_array_equal(got, want)
     with pytest.raises(SystemExit, match="vitjax export: error: .* is not a vitjax run"):
         cli.main(["export", str(tmp_path), "--out", out])

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from tests.train import tiny_config
-from vitjax import models, objectives
+from vitjax import models
+from vitjax.objectives.base import Selection, StepInfo
+from vitjax.objectives.mae import MAE
 from vitjax.models.mae import mae_loss
 from vitjax.train import step as steps, trainer, validate
 
@@ -33,16 +35,16 @@ def _images(size=6, seed=0):
 @pytest.mark.parametrize("norm_pix_loss", [True, False])
 def test_the_loss_is_mae_loss_of_the_models_output_under_the_steps_mask_key(norm_pix_loss):
     model = _model(norm_pix_loss=norm_pix_loss)
-    objective = objectives.MAE(model)
+    objective = MAE(model)
     params, images, rng = _params(model), _images(), jax.random.key(3)
-    loss, metrics = objective.loss(params, None, {"image": images}, rng, objectives.StepInfo(jnp.int32(0)))
+    loss, metrics = objective.loss(params, None, {"image": images}, rng, StepInfo(jnp.int32(0)))
     dropout_key, mask_key = jax.random.split(rng)
     pred, mask = model.apply({"params": params}, images, train=True, rngs={"dropout": dropout_key, "mask": mask_key})
     assert float(loss) == pytest.approx(float(mae_loss(images, pred, mask, PATCH, norm_pix_loss)), rel=1e-6)
     assert float(metrics["loss_visible"]) == pytest.approx(
         float(mae_loss(images, pred, 1.0 - mask, PATCH, norm_pix_loss)), rel=1e-6)
     # Another step's key draws other masks, so another loss.
-    other, _ = objective.loss(params, None, {"image": images}, jax.random.key(4), objectives.StepInfo(jnp.int32(1)))
+    other, _ = objective.loss(params, None, {"image": images}, jax.random.key(4), StepInfo(jnp.int32(1)))
     assert float(other) != float(loss)
 
 
@@ -52,7 +54,7 @@ def test_the_train_step_draws_masks_from_the_step_so_repeats_are_identical():
 
     model = _model()
     tx = optax.adam(1e-3)
-    step = jax.jit(steps.make_step(objectives.MAE(model), tx, lambda s: 1e-3, grad_accum_steps=1))
+    step = jax.jit(steps.make_step(MAE(model), tx, lambda s: 1e-3, grad_accum_steps=1))
     state = steps.create_state(_params(model), tx)
     batch = {"image": _images(), "labels": np.zeros((6, 10), np.float32)}
     (a, ma), (b, mb) = step(state, batch, jax.random.key(1)), step(state, batch, jax.random.key(1))
@@ -63,8 +65,8 @@ def test_the_train_step_draws_masks_from_the_step_so_repeats_are_identical():
 
 def test_evaluation_is_the_masked_loss_per_real_example_with_a_fixed_key():
     model = _model()
-    objective = objectives.MAE(model)
-    assert objective.selection == objectives.Selection("loss", higher_is_better=False)
+    objective = MAE(model)
+    assert objective.selection == Selection("loss", higher_is_better=False)
     assert objective.selection.improves(0.5, 0.6) and not objective.selection.improves(0.6, 0.6)
     params, images = _params(model), _images()
     batch = {"image": images, "label": np.zeros(6, np.int64), "mask": np.array([1, 1, 1, 1, 0, 0], bool)}
@@ -77,13 +79,9 @@ def test_evaluation_is_the_masked_loss_per_real_example_with_a_fixed_key():
     assert float(sums["loss"]) / 4 == pytest.approx(float(mae_loss(images[:4], pred[:4], mask[:4], PATCH)), rel=1e-5)
 
 
-def test_the_mae_objective_needs_the_mae_model():
-    vit = models.build("vit", 10, patch_size=PATCH, width=16, depth=1, num_heads=2, mlp_dim=32)
-    config = tiny_config.get_config("model=mae")
-    with pytest.raises(ValueError, match="set --config.model_name=mae"):
-        objectives.MAE.from_config(config, vit, None)
+def test_the_mae_objective_has_no_class_logits():
     with pytest.raises(NotImplementedError, match="predicts pixels"):
-        objectives.MAE(_model()).eval_logits(None, None)
+        MAE(_model()).eval_logits(None, None)
 
 
 @pytest.mark.parametrize("model_name, objective, message", [
@@ -103,4 +101,4 @@ def test_mismatched_objective_and_model_are_refused_before_jax_starts(model_name
 
 def test_the_tiny_mae_config_plans():
     p = trainer.plan(tiny_config.get_config("model=mae"))
-    assert isinstance(p.objective, objectives.MAE) and isinstance(p.model, models.MAE)
+    assert isinstance(p.objective, MAE) and isinstance(p.model, models.MAE)

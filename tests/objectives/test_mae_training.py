@@ -15,6 +15,8 @@ from vitjax import cli, models, rundir
 from vitjax.interop import pretrained
 from vitjax.models import posemb
 from vitjax.train import trainer
+from vitjax.checkpoints import locations, reader
+from vitjax import metrics_log
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
@@ -41,7 +43,7 @@ def _flat(tree):
 
 
 def _rows(workdir, key):
-    return [(r["step"], r[key]) for r in rundir.read_metrics(workdir) if key in r]
+    return [(r["step"], r[key]) for r in metrics_log.read_metrics(workdir) if key in r]
 
 
 def test_the_loss_falls_and_the_best_checkpoint_has_the_lowest_validation_loss(mae_run):
@@ -54,7 +56,7 @@ def test_the_loss_falls_and_the_best_checkpoint_has_the_lowest_validation_loss(m
     lowest = min(v for _, v in curve)
     assert results["best_step"] == next(s for s, v in curve if v == lowest)
     assert results["best_val_loss"] == lowest
-    assert rundir.checkpoint_steps(rundir.best_checkpoint_dir(workdir)) == [results["best_step"]]
+    assert locations.checkpoint_steps(locations.best_checkpoint_dir(workdir)) == [results["best_step"]]
     assert {"test_loss", "test_loss_at_best", "best_val_loss", "best_step", "val_size"} <= results.keys()
     assert not [k for k in results if "accuracy" in k], results  # an MAE classifies nothing
     assert _rows(workdir, "val_accuracy") == [] and results["val_size"] == 64
@@ -66,12 +68,12 @@ def test_an_interrupted_mae_run_resumes_bit_exactly(mae_run, tmp_path):
     shutil.copytree(workdir, copy)
     os.remove(rundir.file_path(copy, rundir.RESULTS))
     for step in (15, 20):  # the run stopped after step 10's checkpoint
-        shutil.rmtree(rundir.step_dir(rundir.checkpoint_dir(copy), step))
+        shutil.rmtree(locations.step_dir(locations.checkpoint_dir(copy), step))
     resumed = _train(copy)
     assert _rows(copy, "loss") == _rows(workdir, "loss")  # the same masks and dropout, step by step
     assert _rows(copy, "val_loss") == _rows(workdir, "val_loss")  # evaluation's masks are fixed too
     assert resumed == {**results, "wall_seconds": resumed["wall_seconds"], "core_hours": resumed["core_hours"]}
-    before, after = _flat(rundir.read_checkpoint_params(workdir)), _flat(rundir.read_checkpoint_params(copy))
+    before, after = _flat(reader.read_params(workdir)), _flat(reader.read_params(copy))
     assert before.keys() == after.keys()
     for key, value in before.items():
         np.testing.assert_array_equal(after[key], value, err_msg=key)
@@ -79,12 +81,12 @@ def test_an_interrupted_mae_run_resumes_bit_exactly(mae_run, tmp_path):
 
 def test_init_from_an_mae_run_loads_its_encoder_into_a_vit_classifier(mae_run, tmp_path):
     workdir, _ = mae_run
-    encoder = _flat(rundir.read_checkpoint_params(workdir))
+    encoder = _flat(reader.read_params(workdir))
     config = tiny_config.get_config("steps=1")  # the MAE's encoder dimensions, a learned posemb, token pooling
     config.init_from = workdir
     config.warmup_steps = 1  # the one step's learning rate is 0: the checkpoint holds what init_from gave
     trainer.train(config, str(tmp_path / "vit"))
-    vit = _flat(rundir.read_checkpoint_params(str(tmp_path / "vit")))
+    vit = _flat(reader.read_params(str(tmp_path / "vit")))
     shared = sorted(k for k in vit if k.startswith(("embedding/", "cls", "Transformer/encoder")))
     assert shared and set(shared) <= set(encoder)
     for key in shared:

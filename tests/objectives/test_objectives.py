@@ -7,7 +7,11 @@ import numpy as np
 import optax
 import pytest
 
-from vitjax import models, objectives
+from vitjax import models
+from vitjax.objectives.base import StepInfo
+from vitjax.objectives.distillation import Distillation
+from vitjax.objectives.losses import cross_entropy
+from vitjax.objectives.supervised import Supervised
 from vitjax.objectives.teacher import Teacher
 from vitjax.train import step as steps
 
@@ -40,8 +44,8 @@ def _batch(size=8, seed=0):
 
 
 def _distillation(kind="hard", temperature=1.0, alpha=0.5):
-    teacher = Teacher("", _teacher(), IMAGE)
-    return objectives.Distillation(_student(), teacher=teacher, kind=kind, temperature=temperature, alpha=alpha)
+    teacher = Teacher("", _teacher(), IMAGE, record={})
+    return Distillation(_student(), teacher=teacher, kind=kind, temperature=temperature, alpha=alpha)
 
 
 def _log_softmax(z):
@@ -65,7 +69,7 @@ def test_hard_distillation_loss_is_half_label_ce_plus_half_ce_against_the_teache
     objective = _distillation("hard")
     params, teacher_params, batch = _params(_student(), 0), _params(_teacher(), 1), _batch()
     loss, metrics = jax.jit(objective.loss)(params, {"teacher": teacher_params}, batch, jax.random.key(0),
-                                            objectives.StepInfo(jnp.int32(0)))
+                                            StepInfo(jnp.int32(0)))
     cls, dist, teacher = _by_hand(objective, params, teacher_params, batch)
     teacher_labels = np.eye(CLASSES)[np.argmax(teacher, -1)]
     assert len(set(np.argmax(teacher, -1))) > 1  # the teacher's labels are not all one class
@@ -79,7 +83,7 @@ def test_soft_distillation_is_t_squared_kl_at_temperature_t_weighted_by_alpha():
     objective = _distillation("soft", temperature, alpha)
     params, teacher_params, batch = _params(_student(), 2), _params(_teacher(), 3), _batch(seed=1)
     loss, _ = jax.jit(objective.loss)(params, {"teacher": teacher_params}, batch, jax.random.key(0),
-                                      objectives.StepInfo(jnp.int32(0)))
+                                      StepInfo(jnp.int32(0)))
     cls, dist, teacher = _by_hand(objective, params, teacher_params, batch)
     log_p_teacher, log_p_student = _log_softmax(np.asarray(teacher) / temperature), _log_softmax(
         np.asarray(dist) / temperature)
@@ -99,7 +103,7 @@ def test_the_teacher_gets_no_gradient_and_stays_bit_identical_over_train_steps(a
     params, teacher_params = _params(_student(), 4), _params(_teacher(), 5)
     extra = {"teacher": teacher_params}
     grads, _ = jax.grad(objective.loss, argnums=1, has_aux=True)(params, extra, _batch(), jax.random.key(0),
-                                                                 objectives.StepInfo(jnp.int32(0)))
+                                                                 StepInfo(jnp.int32(0)))
     assert all(not leaf.any() for leaf in _leaves(grads))  # stop_gradient: nothing flows into the teacher
 
     tx = optax.adamw(1e-2)
@@ -122,7 +126,7 @@ def _pre_objective_train_step(model, tx, label_smoothing):
     reference the supervised objective must reproduce bit for bit."""
     def loss_fn(params, images, labels, rng):
         logits = model.apply({"params": params}, images, train=True, rngs={"dropout": rng})
-        return steps.cross_entropy(logits, labels, label_smoothing)
+        return cross_entropy(logits, labels, label_smoothing)
 
     grad_fn = jax.value_and_grad(loss_fn)
 
@@ -148,7 +152,7 @@ def test_supervised_step_is_the_step_before_objectives():
     params = _params(model, 8)
     tx, seed_key = optax.adamw(1e-2), jax.random.key(3)
     reference = jax.jit(_pre_objective_train_step(model, tx, 0.1))
-    train_step = jax.jit(steps.make_train_step(model, tx, optax.constant_schedule(1e-2), label_smoothing=0.1,
+    train_step = jax.jit(steps.make_step(Supervised(model, label_smoothing=0.1), tx, optax.constant_schedule(1e-2),
                                                grad_accum_steps=1))
     state = steps.create_state(params, tx)
     assert state.extra is None and len(jax.tree.leaves(state)) == 2 + 3 * len(jax.tree.leaves(params)) + 1

@@ -25,7 +25,8 @@ import numpy as np  # noqa: E402
 
 from tests.parallel import tiny_config  # noqa: E402
 from vitjax import data, parallel  # noqa: E402
-from vitjax.train import checkpoint, trainer  # noqa: E402
+from vitjax.train import trainer  # noqa: E402
+from vitjax.checkpoints import checkpointer
 
 STEPS = 20
 SAVE_AT = 10
@@ -111,7 +112,7 @@ def shard_facts(state) -> dict:
 
 
 def restore(run, directory, step):
-    ckpt = checkpoint.Checkpointer(directory, async_save=False)
+    ckpt = checkpointer.Checkpointer(directory, async_save=False)
     with jax.set_mesh(run.plan.mesh), nn.logical_axis_rules(run.plan.rules):
         state, _ = ckpt.restore(step, run.spec.abstract)
     ckpt.close()
@@ -156,7 +157,7 @@ def eight(out):
     # FSDP on a 2x4 mesh, with a checkpoint half-way.
     fsdp = Run(make_config(mesh=dict(data=2, fsdp=4, model=1), sharding="fsdp"))
     ckpt_dir = os.path.join(out, "fsdp_checkpoints")
-    ckpt = checkpoint.Checkpointer(ckpt_dir)
+    ckpt = checkpointer.Checkpointer(ckpt_dir)
     saved = {}
 
     def save(step, state):

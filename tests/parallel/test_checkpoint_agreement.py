@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from vitjax import rundir
+from vitjax.checkpoints import locations
 from tests.parallel.test_scale_out import CONFIG, ROOT, _env, _free_port
 
 TIMEOUT = 600
@@ -45,10 +46,10 @@ def _train(workdir, log_dir, name):
 def test_a_step_one_process_cannot_read_is_set_aside_once_and_all_resume_together(tmp_path):
     workdir = tmp_path / "run"
     _train(workdir, tmp_path, "first")
-    checkpoints = rundir.checkpoint_dir(workdir)
-    assert rundir.checkpoint_steps(checkpoints) == [3, 6]
+    checkpoints = locations.checkpoint_dir(workdir)
+    assert locations.checkpoint_steps(checkpoints) == [3, 6]
     os.remove(rundir.file_path(workdir, rundir.RESULTS))
-    state = pathlib.Path(rundir.step_dir(checkpoints, 6)) / rundir.STATE
+    state = pathlib.Path(locations.step_dir(checkpoints, 6)) / locations.STATE
     process_1_data = [p for p in (state / "ocdbt.process_1").rglob("*") if p.is_file() and p.parent.name == "d"]
     assert process_1_data, sorted(str(p.relative_to(state)) for p in state.rglob("*"))
     for path in process_1_data:
@@ -59,7 +60,7 @@ def test_a_step_one_process_cannot_read_is_set_aside_once_and_all_resume_togethe
         assert "checkpoint step 6 is corrupt" in output, output[-3000:]
         assert "resuming from step 3" in output, output[-3000:]
     assert "cannot be read by another process" in outputs[0]  # process 0's own read succeeded
-    moved = os.listdir(rundir.corrupt_dir(checkpoints))
+    moved = os.listdir(locations.corrupt_dir(checkpoints))
     assert len(moved) == 1 and moved[0].startswith("6-"), moved
-    assert rundir.checkpoint_steps(checkpoints) == [3, 6]  # step 6 trained and saved again
+    assert locations.checkpoint_steps(checkpoints) == [3, 6]  # step 6 trained and saved again
     assert rundir.exists(workdir, rundir.RESULTS)

@@ -4,13 +4,14 @@ import subprocess
 import sys
 
 from vitjax import rundir
+from vitjax import train_lock
 from tests.parallel.test_scale_out import CONFIG, ROOT, _env, _free_port
 
 
 def test_a_second_multi_process_run_fails_on_every_process(tmp_path):
     workdir = tmp_path / "multi"
     address = f"localhost:{_free_port()}"
-    with rundir.lock(str(workdir)):  # this test process plays the trainer already at work
+    with train_lock.lock(str(workdir)):  # this test process plays the trainer already at work
         procs = [subprocess.Popen(
             [sys.executable, "-m", "vitjax", "train", "--config", CONFIG, "--workdir", str(workdir),
              "--coordinator_address", address, "--num_processes", "2", "--process_id", str(i)],

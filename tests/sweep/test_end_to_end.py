@@ -17,6 +17,7 @@ import time
 import pytest
 
 from vitjax import host
+from vitjax.checkpoints import locations
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
@@ -223,7 +224,6 @@ def test_sigterm_stops_the_sweep_and_leaves_a_resumable_run(tmp_path):
 
 
 def test_ctrl_c_checkpoints_the_run_keeps_its_lock_until_the_trainer_exits_and_a_rerun_resumes(tmp_path):
-    from vitjax import rundir
     from vitjax.sweep import table
     sweep_file, out = tmp_path / "long_sweep.py", tmp_path / "out"
     sweep_file.write_text(LONG)
@@ -242,7 +242,7 @@ def test_ctrl_c_checkpoints_the_run_keeps_its_lock_until_the_trainer_exits_and_a
     assert proc.returncode == 130, output[-3000:]
     assert "(exit 75: checkpoint saved)" in output, output[-3000:]
     assert "checkpoint saved, re-run the same command to resume" in log.read_text()
-    steps = rundir.checkpoint_steps(rundir.checkpoint_dir(str(run_dir)))
+    steps = locations.checkpoint_steps(locations.checkpoint_dir(str(run_dir)))
     assert steps and steps[-1] >= 5, log.read_text()[-3000:]
     assert _rows(out)["long"]["status"] == "interrupted"
 

@@ -8,6 +8,7 @@ import pytest
 from vitjax import rundir
 from vitjax.config import load_module
 from vitjax.sweep import runner, spec
+from vitjax import metrics_log
 from tests.sweep.test_spec import _sweep_file
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -26,7 +27,7 @@ def test_a_ladder_sweep_trains_its_trunk_then_branches_off_it(tmp_path):
     assert runner.run_sweep(sweep, workdir, fewshot=False, echo=lambda *a: None) == 0
     rung = os.path.join(workdir, "rung_12")
     assert rundir.read_json(rung, rundir.CONFIG)["branch_from"] == os.path.join(os.path.abspath(workdir), "trunk")
-    assert [row["step"] for row in rundir.read_metrics(rung) if "loss" in row][0] == 12  # only its cooldown
+    assert [row["step"] for row in metrics_log.read_metrics(rung) if "loss" in row][0] == 12  # only its cooldown
     with open(os.path.join(workdir, "results.json")) as f:
         assert {r["name"]: r["status"] for r in json.load(f)["runs"]} == {"trunk": "finished", "rung_12": "finished"}
     # Run again: the resolved directory is the recorded one, so both are finished, not stale.

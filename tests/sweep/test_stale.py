@@ -10,6 +10,7 @@ from tests.sweep.test_spec import _sweep_file
 from vitjax import config as config_layer
 from vitjax import rundir, xla_cpu
 from vitjax.sweep import runner, spec, stale, table
+from vitjax import config_compare
 
 OLD = "def get_runs(arg=None):\n    return [('a', TINY, {'lr': 0.01}), ('b', TINY, {'lr': 0.05})]\n"
 EDITED = "def get_runs(arg=None):\n    return [('a', TINY, {'lr': 0.02}), ('b', TINY, {'lr': 0.05})]\n"
@@ -22,9 +23,9 @@ def _as_trained_on_a_cpu(run: spec.Run) -> dict:
     config = config_layer.load_config(run.config)
     command_line, _ = config_layer.overrides_from_argv(config_layer.override_flags(run.overrides))
     config_layer.apply_overrides(config, command_line)
-    before = rundir.config_to_dict(config)
+    before = config_compare.config_to_dict(config)
     xla_cpu.choose(config)
-    assert rundir.config_to_dict(config) == before
+    assert config_compare.config_to_dict(config) == before
     return before
 
 
@@ -102,7 +103,7 @@ def test_only_what_an_older_trainer_filled_in_on_a_cpu_is_excused():
     assert stale.differences(cpu, expected) == {}
     assert stale.differences({**expected, "model": {"width": 8}}, expected) == {}  # an accelerator run
     other_kernels = {**cpu, "model": {"width": 8, "kernels": ["layernorm_vjp"]}}
-    assert stale.differences(other_kernels, expected) == {"model.kernels": (["layernorm_vjp"], rundir.ABSENT)}
+    assert stale.differences(other_kernels, expected) == {"model.kernels": (["layernorm_vjp"], config_compare.ABSENT)}
     # The sweep asks for no kernels: a run trained with the CPU's kernels is not that run.
     no_kernels = {**expected, "model": {"width": 8, "kernels": []}}
     assert list(stale.differences(cpu, no_kernels)) == ["model.kernels"]
@@ -119,10 +120,10 @@ def test_a_key_vitjax_gained_since_is_its_default_not_a_difference():
     recorded = {"lr": 0.01, "data": {"name": "synthetic"}}
     assert stale.differences(recorded, {"lr": 0.01, "data": {"name": "synthetic", "val_size": 0}}) == {}
     assert stale.differences(recorded, {"lr": 0.01, "data": {"name": "synthetic", "val_size": 500}}) == {
-        "data.val_size": (rundir.ABSENT, 500)}
+        "data.val_size": (config_compare.ABSENT, 500)}
     # Either way round, and for the trainer's own check when it resumes a workdir.
-    assert rundir.config_changes({"lr": 0.01, "data": {"name": "synthetic", "classes": []}}, recorded) == []
-    assert rundir.config_changes({"lr": 0.01, "data": {"name": "synthetic", "classes": [1, 2]}}, recorded) == [
+    assert config_compare.config_changes({"lr": 0.01, "data": {"name": "synthetic", "classes": []}}, recorded) == []
+    assert config_compare.config_changes({"lr": 0.01, "data": {"name": "synthetic", "classes": [1, 2]}}, recorded) == [
         "data.classes: [1, 2] -> '<absent>'"]
     # A key the schema does not have (a model field) is compared as absent.
     assert list(stale.differences({"model": {"width": 8}}, {"model": {"width": 8, "depth": 2}})) == ["model.depth"]

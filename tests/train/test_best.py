@@ -5,11 +5,12 @@ import jax
 import numpy as np
 import pytest
 
-from vitjax import rundir
 from vitjax.data import synthetic_source
 from vitjax.evaluate.classification import Evaluator
 from vitjax.train import best, trainer
 from vitjax.train.preemption import Preempted
+from vitjax.checkpoints import locations, reader
+from vitjax import metrics_log
 from tests.train import tiny_config
 
 BEST_KEYS = {"best_val_accuracy", "best_val_loss", "best_step", "test_accuracy_at_best", "test_loss_at_best",
@@ -31,7 +32,7 @@ def _config(**changes):
 
 
 def _validation_curve(workdir):
-    return [(r["step"], r["val_accuracy"]) for r in rundir.read_metrics(workdir) if "val_accuracy" in r]
+    return [(r["step"], r["val_accuracy"]) for r in metrics_log.read_metrics(workdir) if "val_accuracy" in r]
 
 
 @pytest.fixture(scope="module")
@@ -51,14 +52,14 @@ def test_the_best_step_is_the_first_with_the_highest_validation_accuracy(validat
     # Otherwise this test could not tell the best step from the last one.
     assert results["best_step"] < 30 and curve[-1][1] < top, curve
     # Selection never looked at the test split: the only test evaluation is the final one.
-    assert [r["step"] for r in rundir.read_metrics(workdir) if "test_accuracy" in r] == [30]
+    assert [r["step"] for r in metrics_log.read_metrics(workdir) if "test_accuracy" in r] == [30]
 
 
 def test_test_accuracy_at_best_is_the_saved_best_parameters_on_test(validated):
     workdir, results = validated
-    best_dir = rundir.best_checkpoint_dir(workdir)
-    assert rundir.checkpoint_steps(best_dir) == [results["best_step"]]  # the one step kept
-    params = rundir.read_checkpoint_params(best_dir)
+    best_dir = locations.best_checkpoint_dir(workdir)
+    assert locations.checkpoint_steps(best_dir) == [results["best_step"]]  # the one step kept
+    params = reader.read_params(best_dir)
     config = _config()
     p = trainer.plan(config)
     spec = trainer.state_spec(config, p)
@@ -84,7 +85,7 @@ def test_a_preempted_run_resumes_with_its_best_so_far(validated, tmp_path, monke
     with pytest.raises(Preempted, match=f"SIGTERM at step {stop}"):
         trainer.train(_config(), workdir)
     monkeypatch.undo()
-    assert rundir.checkpoint_steps(rundir.checkpoint_dir(workdir))[-1] == stop
+    assert locations.checkpoint_steps(locations.checkpoint_dir(workdir))[-1] == stop
     resumed = trainer.train(_config(), workdir)
     for key in BEST_KEYS | {"test_accuracy", "test_loss"}:
         assert resumed[key] == pytest.approx(uninterrupted[key], abs=1e-6), key
@@ -120,7 +121,7 @@ def test_only_a_strict_improvement_is_saved(tmp_path):
     tracker(5, params=None, log=log)
     assert saved[-1] == (5, 0.71) and [s for s, _ in log.rows] == [1, 2, 3, 4, 5]
     tracker.close()
-    assert os.path.isdir(rundir.best_checkpoint_dir(str(tmp_path)))
+    assert os.path.isdir(locations.best_checkpoint_dir(str(tmp_path)))
 
 
 def test_a_named_validation_split_is_tracked_like_a_held_out_one(tmp_path):

@@ -5,8 +5,9 @@ import os
 import numpy as np
 import pytest
 
-from vitjax import rundir
 from vitjax.train import trainer, validate
+from vitjax.checkpoints import locations, reader
+from vitjax import metrics_log
 from tests.train import tiny_config
 
 TRUNK_STEPS, RUNG_STEPS = 40, 20  # cooldown 0.25: the trunk holds its rate to step 30, the rung to 15
@@ -28,20 +29,20 @@ def trunk(tmp_path_factory):
 
 
 def test_the_trunk_keeps_its_branch_step_beside_its_newest(trunk):
-    assert rundir.checkpoint_steps(rundir.checkpoint_dir(trunk)) == [15, TRUNK_STEPS]
+    assert locations.checkpoint_steps(locations.checkpoint_dir(trunk)) == [15, TRUNK_STEPS]
 
 
 def test_a_branch_is_the_shorter_run_from_step_zero(trunk, tmp_path, capsys):
     branched = trainer.train(_wsd(RUNG_STEPS, branch_from=trunk), str(tmp_path / "branch"))
     assert "branching from step 15 of" in capsys.readouterr().out
     scratch = trainer.train(_wsd(RUNG_STEPS), str(tmp_path / "scratch"))
-    a = rundir.read_checkpoint_params(str(tmp_path / "branch"))
-    b = rundir.read_checkpoint_params(str(tmp_path / "scratch"))
+    a = reader.read_params(str(tmp_path / "branch"))
+    b = reader.read_params(str(tmp_path / "scratch"))
     for x, y in zip(_leaves(a), _leaves(b), strict=True):
         np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
     assert branched["test_accuracy"] == scratch["test_accuracy"]
     # The branch trained only its cooldown: its log starts after the branch step.
-    logged = [row["step"] for row in rundir.read_metrics(str(tmp_path / "branch")) if "loss" in row]
+    logged = [row["step"] for row in metrics_log.read_metrics(str(tmp_path / "branch")) if "loss" in row]
     assert logged[0] == 20 and min(logged) > 15
 
 

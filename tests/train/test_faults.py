@@ -18,6 +18,9 @@ import pytest
 
 from vitjax import rundir
 from vitjax.train import preemption, trainer
+from vitjax.checkpoints import locations, reader
+from vitjax import config_compare
+from vitjax import metrics_log
 from tests.train import tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -37,7 +40,7 @@ def _run(workdir, *extra, model="vit"):
 
 
 def _logged_steps(workdir):
-    return [row["step"] for row in rundir.read_metrics(workdir) if "loss" in row]
+    return [row["step"] for row in metrics_log.read_metrics(workdir) if "loss" in row]
 
 
 def _start_and_wait(workdir, until_step, model="vit"):
@@ -54,7 +57,7 @@ def _start_and_wait(workdir, until_step, model="vit"):
 
 
 def _final_params(workdir):
-    return rundir.read_checkpoint_params(str(workdir))
+    return reader.read_params(str(workdir))
 
 
 def _assert_bitwise_equal(a, b):
@@ -65,7 +68,7 @@ def _assert_bitwise_equal(a, b):
 
 
 def _flatten(tree):
-    return {key: np.asarray(value) for key, value in rundir.flatten(tree).items()}
+    return {key: np.asarray(value) for key, value in config_compare.flatten(tree).items()}
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +112,7 @@ def test_the_label_free_objectives_resume_bitwise_after_sigkill(tmp_path, model)
 
 
 def _losses_by_step(workdir) -> dict:
-    return {row["step"]: row["loss"] for row in rundir.read_metrics(workdir) if "loss" in row}
+    return {row["step"]: row["loss"] for row in metrics_log.read_metrics(workdir) if "loss" in row}
 
 
 @pytest.mark.parametrize("sig,name", [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
@@ -118,7 +121,7 @@ def test_sigterm_or_a_first_ctrl_c_saves_the_current_step_and_exits_preempted(un
     process.send_signal(sig)
     output = process.communicate(timeout=300)[0]
     assert process.returncode == preemption.PREEMPTED_EXIT_CODE, output[-3000:]
-    saved = rundir.checkpoint_steps(rundir.checkpoint_dir(tmp_path))[-1]
+    saved = locations.checkpoint_steps(locations.checkpoint_dir(tmp_path))[-1]
     assert f"{name} at step {saved}" in output and "Traceback" not in output
     run = _run(tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -141,9 +144,9 @@ def test_a_second_ctrl_c_stops_at_once():
 
 
 def _corrupt_latest(workdir, how):
-    steps = rundir.checkpoint_steps(rundir.checkpoint_dir(workdir))
-    latest = pathlib.Path(rundir.step_dir(rundir.checkpoint_dir(workdir), steps[-1]))
-    files = sorted(p for p in latest.rglob("*") if p.is_file() and p.stat().st_size > 64 and rundir.STATE in p.parts)
+    steps = locations.checkpoint_steps(locations.checkpoint_dir(workdir))
+    latest = pathlib.Path(locations.step_dir(locations.checkpoint_dir(workdir), steps[-1]))
+    files = sorted(p for p in latest.rglob("*") if p.is_file() and p.stat().st_size > 64 and locations.STATE in p.parts)
     if how == "flip":
         # Every array-data file (OCDBT's d/ folders): which one holds which array, and which bytes of it
         # the database still reads, is orbax's business (after a 4-device save, flipping the middle of the
@@ -191,10 +194,10 @@ def test_nan_stops_naming_a_checkpoint_from_before_the_first_bad_step_and_none_a
         trainer.train(_diverging_config(log_every_steps=5), str(tmp_path))
     bad = int(re.search(r"non-finite loss or gradient at step (\d+)", str(stopped.value)).group(1))
     good = int(re.search(r"Last good checkpoint: step (\d+)", str(stopped.value)).group(1))
-    saved = rundir.checkpoint_steps(rundir.checkpoint_dir(tmp_path))
+    saved = locations.checkpoint_steps(locations.checkpoint_dir(tmp_path))
     assert good < bad and saved and max(saved) == good, (bad, good, saved)
     for step in saved:
-        params = rundir.read_checkpoint_params(rundir.step_dir(rundir.checkpoint_dir(tmp_path), step))
+        params = reader.read_params(locations.step_dir(locations.checkpoint_dir(tmp_path), step))
         assert all(np.isfinite(v).all() for v in _flatten(params).values()), step
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 
 from tests.train import tiny_config
-from vitjax import rundir
 from vitjax.train import trainer
+from vitjax.checkpoints import reader
 
 POSEMB = "Transformer/posembed_input/pos_embedding"
 
@@ -22,7 +22,7 @@ def _flat(tree):
 
 
 def test_init_from_a_run_replaces_the_head_resizes_posemb_and_keeps_the_rest(trained_tiny_run, tmp_path):
-    before = _flat(rundir.read_checkpoint_params(trained_tiny_run))  # 16x16 images: a 4x4 grid, 4 classes
+    before = _flat(reader.read_params(trained_tiny_run))  # 16x16 images: a 4x4 grid, 4 classes
 
     config = tiny_config.get_config("steps=1")
     config.init_from = trained_tiny_run
@@ -30,7 +30,7 @@ def test_init_from_a_run_replaces_the_head_resizes_posemb_and_keeps_the_rest(tra
     config.data.synthetic.image_shape = (24, 24, 3)  # a 6x6 grid of 4x4 patches
     config.warmup_steps = 1  # the one step, at the warmup's lr of 0, leaves the parameters as init_from made them
     trainer.train(config, str(tmp_path / "finetuned"))
-    after = _flat(rundir.read_checkpoint_params(str(tmp_path / "finetuned")))
+    after = _flat(reader.read_params(str(tmp_path / "finetuned")))
 
     assert sorted(after) == sorted(before)
     # The head: new shape, and this model's own initialisation (zeros) rather than the trained weights.
@@ -65,7 +65,7 @@ def test_a_wrong_init_from_is_refused_before_the_workdir_records_it(trained_tiny
 def test_a_damaged_npz_is_named_not_a_zip_traceback(trained_tiny_run, tmp_path):
     import pytest
     from vitjax.interop import npz, pretrained
-    good = npz.save(str(tmp_path / "good.npz"), rundir.read_checkpoint_params(trained_tiny_run))
+    good = npz.save(str(tmp_path / "good.npz"), reader.read_params(trained_tiny_run))
     data = bytearray(open(good, "rb").read())
     (tmp_path / "cut.npz").write_bytes(data[: len(data) // 2])
     with pytest.raises(ValueError, match="cut.npz' is not a readable .npz archive.*export or download it again"):

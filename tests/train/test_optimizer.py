@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from flax import traverse_util
 
-from vitjax import models
+from vitjax import durations as durations_lib, models
 from vitjax.config import base, load_config
 from vitjax.train import optimizer
 
@@ -36,7 +36,7 @@ def _config(**values):
 
 def _steps(num_train=1000, batch_size=100, prefix="total", required=True, **durations):
     c = _config(**durations)
-    return optimizer.steps_of(c, prefix, num_train_examples=num_train, batch_size=batch_size, required=required)
+    return durations_lib.steps_of(c, prefix, num_train_examples=num_train, batch_size=batch_size, required=required)
 
 
 @pytest.mark.parametrize("durations, num_train, batch_size, expected", [
@@ -58,9 +58,9 @@ def test_the_default_config_trains_7_epochs_of_fashion_mnist_in_3282_steps():
     for arg, expected in (("", 3282), (":long", 18750)):
         c = load_config(os.path.join(ROOT, "configs", "fashion_mnist", f"vit.py{arg}"))
         assert c.total_steps == 0 and c.total_epochs > 0, "the default config trains by epochs"
-        assert optimizer.steps_of(c, "total", num_train_examples=60_000, batch_size=c.batch_size,
+        assert durations_lib.steps_of(c, "total", num_train_examples=60_000, batch_size=c.batch_size,
                                   required=True) == expected
-        assert optimizer.steps_of(c, "warmup", num_train_examples=60_000, batch_size=c.batch_size,
+        assert durations_lib.steps_of(c, "warmup", num_train_examples=60_000, batch_size=c.batch_size,
                                   required=False) == 200
 
 

@@ -1,4 +1,4 @@
-"""Options that change how a run executes, not what it computes (rundir.RUNTIME_KEYS): JAX's
+"""Options that change how a run executes, not what it computes (config_compare.RUNTIME_KEYS): JAX's
 persistent compilation cache (config.compilation_cache_dir, $VITJAX_COMPILATION_CACHE) and a
 profiler window (config.profile_steps). Each test runs `vitjax train` on the tiny config.
 

@@ -7,6 +7,8 @@ import optax
 import pytest
 
 from vitjax import models
+from vitjax.objectives.losses import cross_entropy
+from vitjax.objectives.supervised import Supervised
 from vitjax.train import step as steps
 
 
@@ -14,7 +16,7 @@ def _step_and_state():
     model = models.build("vit", 3, patch_size=4, width=16, depth=1, num_heads=2, mlp_dim=32)
     params = model.init(jax.random.key(0), jnp.zeros((1, 8, 8, 1)), train=False)["params"]
     tx = optax.adamw(1e-2)
-    train_step = jax.jit(steps.make_train_step(model, tx, optax.constant_schedule(1e-2), label_smoothing=0.0,
+    train_step = jax.jit(steps.make_step(Supervised(model, label_smoothing=0.0), tx, optax.constant_schedule(1e-2),
                                                grad_accum_steps=1))
     return train_step, steps.create_state(params, tx)
 
@@ -66,7 +68,7 @@ def test_label_smoothing_follows_its_formula_for_hard_and_soft_labels():
     soft = 0.7 * hard + 0.3 * hard[::-1]  # mixup's labels: two classes weighted
     for labels in (hard, soft):
         for smoothing in (0.0, 0.1, 0.5):
-            ours = float(steps.cross_entropy(jnp.asarray(logits), jnp.asarray(labels), smoothing))
+            ours = float(cross_entropy(jnp.asarray(logits), jnp.asarray(labels), smoothing))
             assert ours == pytest.approx(_reference_cross_entropy(logits, labels, smoothing), rel=1e-6)
 
 
@@ -78,7 +80,7 @@ def test_train_step_uses_the_label_smoothing_it_is_given():
     batch = _batch()
     logits = model.apply({"params": params}, batch["image"], train=False)
     tx = optax.sgd(0.1)
-    step = jax.jit(steps.make_train_step(model, tx, optax.constant_schedule(0.1), label_smoothing=0.2,
+    step = jax.jit(steps.make_step(Supervised(model, label_smoothing=0.2), tx, optax.constant_schedule(0.1),
                                          grad_accum_steps=1))
     _, metrics = step(steps.create_state(params, tx), batch, jax.random.key(1))
     assert float(metrics["loss"]) == pytest.approx(_reference_cross_entropy(logits, batch["labels"], 0.2), rel=1e-6)
@@ -105,7 +107,7 @@ def test_accumulated_micro_batches_equal_one_step_on_the_whole_batch(accum):
     expected = jax.tree.map(lambda p, g: p - lr * g, params, grads)
 
     tx = optax.sgd(lr)
-    step = jax.jit(steps.make_train_step(model, tx, optax.constant_schedule(lr), label_smoothing=0.0,
+    step = jax.jit(steps.make_step(Supervised(model, label_smoothing=0.0), tx, optax.constant_schedule(lr),
                                          grad_accum_steps=accum))
     state, metrics = step(steps.create_state(params, tx), batch, jax.random.key(1))
     assert float(metrics["loss"]) == pytest.approx(float(loss), abs=1e-6)

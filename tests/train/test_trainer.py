@@ -9,6 +9,9 @@ import pytest
 
 from vitjax import host, rundir
 from vitjax.train import trainer
+from vitjax.checkpoints import locations, reader
+from vitjax import metrics_log
+from vitjax import train_lock
 from tests.train import tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -16,7 +19,7 @@ TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
 
 
 def _losses(workdir):
-    return [(r["step"], r["loss"]) for r in rundir.read_metrics(workdir) if "loss" in r]
+    return [(r["step"], r["loss"]) for r in metrics_log.read_metrics(workdir) if "loss" in r]
 
 
 def _tensorboard_scalars(workdir: str, tag: str) -> list:
@@ -46,7 +49,7 @@ def test_loss_falls_and_workdir_is_complete(trained):
     board = _tensorboard_scalars(workdir, "loss")  # the same series as metrics.jsonl, step by step
     assert [s for s, _ in board] == [s for s, _ in losses]
     assert [v for _, v in board] == pytest.approx([v for _, v in losses], rel=1e-6)
-    assert rundir.checkpoint_steps(rundir.checkpoint_dir(workdir)) == [10, 20, 30]
+    assert locations.checkpoint_steps(locations.checkpoint_dir(workdir)) == [10, 20, 30]
     for key in ("test_accuracy", "steps", "examples_seen", "wall_seconds", "train_flops", "params"):
         assert key in results, key
     assert results["steps"] == 30 and results["examples_seen"] == 30 * 32
@@ -56,7 +59,7 @@ def test_loss_falls_and_workdir_is_complete(trained):
     assert results["test_accuracy"] > 0.5  # 4 learnable classes: chance is 0.25
     # Without a validation split (data.val_size=0) there is no best step to report or keep.
     assert not {"best_step", "test_accuracy_at_best", "val_size"} & results.keys()
-    assert not os.path.exists(rundir.best_checkpoint_dir(workdir))
+    assert not os.path.exists(locations.best_checkpoint_dir(workdir))
 
 
 def test_finished_run_is_not_redone(trained, capsys):
@@ -73,7 +76,7 @@ def test_interrupted_run_resumes_from_its_last_checkpoint(trained, tmp_path, cap
     workdir = str(tmp_path / "copy")
     shutil.copytree(source, workdir)
     os.remove(rundir.file_path(workdir, rundir.RESULTS))
-    shutil.rmtree(rundir.step_dir(rundir.checkpoint_dir(workdir), 30))
+    shutil.rmtree(locations.step_dir(locations.checkpoint_dir(workdir), 30))
     resumed = trainer.train(tiny_config.get_config(), workdir)
     assert "resuming from step 20" in capsys.readouterr().out
     assert [s for s, _ in _losses(workdir)][-2:] == [25, 30]
@@ -85,7 +88,7 @@ def test_checkpoint_params_read_through_a_relative_workdir_path(trained, monkeyp
     """As a sweep passes them (`--workdir runs/x`): orbax itself refuses relative paths."""
     workdir, _ = trained
     monkeypatch.chdir(os.path.dirname(workdir))
-    params = rundir.read_checkpoint_params(os.path.basename(workdir))
+    params = reader.read_params(os.path.basename(workdir))
     assert "head" in params and params["head"]["kernel"].shape[-1] == 4
 
 
@@ -136,14 +139,14 @@ def _copy_of(trained, tmp_path):
 
 
 def _final_evaluations(workdir):
-    return [r["step"] for r in rundir.read_metrics(workdir) if "test_accuracy" in r]
+    return [r["step"] for r in metrics_log.read_metrics(workdir) if "test_accuracy" in r]
 
 
 def test_resumed_run_logs_each_step_once(trained, tmp_path):
     # As a SIGKILL at step 30 leaves it: steps 21..30 logged, step 30's checkpoint never written.
     workdir = _copy_of(trained, tmp_path)
     os.remove(rundir.file_path(workdir, rundir.RESULTS))
-    shutil.rmtree(rundir.step_dir(rundir.checkpoint_dir(workdir), 30))
+    shutil.rmtree(locations.step_dir(locations.checkpoint_dir(workdir), 30))
     trainer.train(tiny_config.get_config(), workdir)
     assert [s for s, _ in _losses(workdir)] == [5, 10, 15, 20, 25, 30]
     assert _final_evaluations(workdir) == [30]
@@ -177,7 +180,7 @@ def test_force_redoes_a_finished_run_and_keeps_its_history(trained, tmp_path, ca
 def test_a_workdir_in_use_is_refused_before_anything_is_written(tmp_path):
     """A second `vitjax train` on a workdir another trainer holds (this test process) fails at once."""
     workdir = tmp_path / "w"
-    with rundir.lock(str(workdir)):
+    with train_lock.lock(str(workdir)):
         run = _cli("train", "--config", TINY, "--workdir", str(workdir))
     assert run.returncode == 1, run.stderr[-3000:]
     assert f"{workdir} is in use by another vitjax train (pid {os.getpid()} on host" in run.stderr

@@ -393,13 +393,14 @@ def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None
     each beside the same analysis of the run's initial parameters unless `init_control` is False, and
     the attention analyses beside those of the run `beside` (its newest checkpoint) when given."""
     from vitjax import rundir, storage
+    from vitjax.checkpoints import locations, reader
 
-    run_dir = rundir.locate(workdir).run_dir  # a gs:// run is read as any other (vitjax/storage.py)
+    run_dir = locations.locate(workdir).run_dir  # a gs:// run is read as any other (vitjax/storage.py)
     if storage.is_remote(out or run_dir):
         raise ValueError(f"vitjax analyze writes its figures with local file APIs, and {out or run_dir} is a "
                          f"bucket URL; pass --out with a local directory (a gs:// --workdir is fine)")
     config = rundir.load_config(run_dir)
-    params = rundir.read_checkpoint_params(checkpoint or workdir)
+    params = reader.read_params(checkpoint or workdir)
     model = model_from_config(config, params)
     images, note = _try_load_images(config, num_images)
     image_shape = images.shape[1:] if images is not None else _configured_image_shape(config)
@@ -423,9 +424,10 @@ def _beside_variant(workdir: str, image_shape) -> Variant:
     import jax.numpy as jnp
 
     from vitjax import rundir
-    run_dir = rundir.locate(workdir).run_dir
+    from vitjax.checkpoints import locations, reader
+    run_dir = locations.locate(workdir).run_dir
     config = rundir.load_config(run_dir)
-    params = _host(rundir.read_checkpoint_params(workdir))
+    params = _host(reader.read_params(workdir))
     model = model_from_config(config, params)
     if image_shape is not None:
         fits = jax.eval_shape(lambda: nn.meta.unbox(model.init(jax.random.key(0), jnp.zeros((1, *image_shape)),

@@ -178,6 +178,7 @@ def fewshot_workdir(workdir: str, checkpoint: str | None = None, *, shots=DEFAUL
     """
     from vitjax import data, rundir
     from vitjax.evaluate import features as features_lib
+    from vitjax.checkpoints import locations, reader
 
     start = time.time()
     if probe not in PROBES:
@@ -185,7 +186,7 @@ def fewshot_workdir(workdir: str, checkpoint: str | None = None, *, shots=DEFAUL
     shots = tuple(sorted({int(k) for k in shots}))
     if not shots or shots[0] < 1 or seeds < 1:
         raise ValueError(f"few-shot needs shots >= 1 and seeds >= 1, got shots={shots}, seeds={seeds}")
-    run_dir = rundir.locate(workdir).run_dir
+    run_dir = locations.locate(workdir).run_dir
     config = rundir.load_config(run_dir)
     probe_data = {**config.data.to_dict(), **(data_overrides or {})}
     probe_data.update(train_size=None, class_balanced=False)  # the whole train split, see the module docstring
@@ -193,7 +194,7 @@ def fewshot_workdir(workdir: str, checkpoint: str | None = None, *, shots=DEFAUL
     # The frozen features of any run, as the k-NN takes them: a classifier's pre-logits, an MAE's
     # encoder, a DINO backbone; in float32, so the least-squares fit sees no bfloat16 rounding.
     model, params = features_lib.feature_model(
-        config, rundir.read_checkpoint_params(checkpoint or workdir), num_classes)
+        config, reader.read_params(checkpoint or workdir), num_classes)
     features = feature_fn(model)
     batch_size = batch_size or config.eval_batch_size
 

@@ -73,19 +73,20 @@ def knn_workdir(workdir: str, checkpoint: str | None = None, *, ks=DEFAULT_K, te
     counts, the memory bank's subset and the temperature."""
     from vitjax import data, rundir
     from vitjax.evaluate import features as features_lib, fewshot
+    from vitjax.checkpoints import locations, reader
 
     start = time.time()
     ks = tuple(sorted({int(k) for k in ks}))
     if not ks or ks[0] < 1 or not temperature > 0:
         raise ValueError(f"k-NN needs k >= 1 and a temperature > 0, got k={ks}, temperature={temperature}")
-    run_dir = rundir.locate(workdir).run_dir
+    run_dir = locations.locate(workdir).run_dir
     config = rundir.load_config(run_dir)
     if train_size is not None and train_size < 1:
         raise ValueError(f"--knn_train_size must be a positive number of images, got {train_size}")
     probe_data = {**config.data.to_dict(), "train_size": train_size, "class_balanced": train_size is not None,
                   "subset_seed": subset_seed}
     num_classes = data.get_info(probe_data).num_classes
-    model, params = features_lib.feature_model(config, rundir.read_checkpoint_params(checkpoint or workdir),
+    model, params = features_lib.feature_model(config, reader.read_params(checkpoint or workdir),
                                                num_classes)
     encode = fewshot.feature_fn(model)
     batch_size = batch_size or config.eval_batch_size

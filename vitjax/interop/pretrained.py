@@ -2,7 +2,7 @@
 
 Both routes end in `npz.load`, which owns the rules for what may differ (the head, the position
 grid, a dropped pre-logits layer) and raises for anything else; a vitjax checkpoint's parameters
-(read by vitjax/rundir.py, read-only and checked against their checksums) are first written in the
+(read by vitjax/checkpoints/reader.py, read-only and checked against their checksums) are first written in the
 official layout in memory. Fine-tuning (`init_from`) and distillation teachers load through here.
 
 An MAE run (its parameters hold the decoder's `decoder_pred`) gives its encoder alone, as a ViT's
@@ -15,9 +15,9 @@ session on every machine, and a committed .npz of a pre-trained encoder does.
 """
 from flax import traverse_util
 
-from vitjax import rundir, storage
+from vitjax import storage
+from vitjax.checkpoints import locations, reader
 from vitjax.interop import npz
-from vitjax.models import mae
 
 # Top-level parameters that only a label-free pre-training has: the MAE's pixel decoder, DINO's head.
 _PRETRAINING_ONLY = ("decoder_pred", "dino_head")
@@ -38,7 +38,7 @@ def check(path: str, *, what: str = "init_from") -> None:
     if path.endswith(".npz"):
         npz.check_readable(path)
     else:
-        rundir.locate(path)
+        locations.locate(path)
 
 
 def load(path: str, model, image_shape, *, what: str = "init_from") -> dict:
@@ -55,7 +55,7 @@ def load(path: str, model, image_shape, *, what: str = "init_from") -> dict:
         params = traverse_util.unflatten_dict(npz.from_official(arrays)[1], sep="/")
     else:
         try:
-            params = rundir.read_checkpoint_params(path)
+            params = reader.read_params(path)
         except FileNotFoundError as error:
             raise FileNotFoundError(f"{what}: {error}, or an official .npz file") from None
     if "decoder_pred" in params:
@@ -72,4 +72,6 @@ def _mae_encoder(params, model, image_size, source: str) -> dict:
     if pool is None or posemb is None:
         raise ValueError(f"{source} is an MAE run, whose encoder loads into a ViT, not a {type(model).__name__}; "
                          f"set model_name='vit' with the MAE's encoder dimensions")
+    from vitjax.models import mae  # here: only an MAE run's encoder needs it
+
     return mae.encoder_params(params, image_size, pool=pool, posemb=posemb)

@@ -147,7 +147,7 @@ def _bit(sd):
 def _family(model) -> str:
     """'vit', 'hybrid', 'bit', or the name vitjax.models.FAMILIES gives another family ('swin')."""
 
-    name = next((n for n, cls in models.FAMILIES.items() if isinstance(model, cls)), None)
+    name = next((n for n in models.FAMILIES if isinstance(model, models.family(n))), None)
     if name is None:
         raise ValueError(f"timm_weights supports the model families {sorted(models.FAMILIES)}, got "
                          f"{type(model).__name__}")

@@ -1,19 +1,34 @@
 """Model families: ViT (and the R50+ViT hybrid), BiT ResNet-v2, Swin, and the MAE and DINO pre-training
-models, as flax.linen modules."""
+models, as flax.linen modules.
+
+    model = models.build("vit", 10, variant="Ti/4")   # by a config's model_name
+    models.ViT, models.family("swin")                  # the classes
+
+A family's module loads when it is first named: a ViT run imports no Swin, MAE or DINO code.
+"""
 import dataclasses
 import difflib
+import importlib
 
-import jax.numpy as jnp
+# model_name -> (module under vitjax/models/, class)
+FAMILIES = {"vit": ("vit", "ViT"), "bit": ("bit", "BiT"), "swin": ("swin", "Swin"), "mae": ("mae", "MAE"),
+            "dino": ("dino", "DINO")}
+_MODULE_OF_CLASS = {name: module for module, name in FAMILIES.values()}
 
-from vitjax.models.bit import BiT
-from vitjax.models.dino import DINO
-from vitjax.models.mae import MAE
-from vitjax.models.swin import Swin
-from vitjax.models.vit import ViT
+__all__ = ["BiT", "DINO", "MAE", "Swin", "ViT", "FAMILIES", "build", "family"]
 
-FAMILIES = {"vit": ViT, "bit": BiT, "swin": Swin, "mae": MAE, "dino": DINO}
 
-__all__ = ["BiT", "DINO", "MAE", "Swin", "ViT", "FAMILIES", "build"]
+def family(model_name: str) -> type:
+    """The flax module class of `model_name` (a key of FAMILIES); its module is imported now."""
+    module, name = FAMILIES[model_name]
+    return getattr(importlib.import_module(f"vitjax.models.{module}"), name)
+
+
+def __getattr__(name: str):
+    """models.ViT, models.Swin, ...: each class from its own module, imported on first use."""
+    if name in _MODULE_OF_CLASS:
+        return getattr(importlib.import_module(f"vitjax.models.{_MODULE_OF_CLASS[name]}"), name)
+    raise AttributeError(f"module 'vitjax.models' has no attribute {name!r}")
 
 
 def build(name: str, num_classes: int, *, dtype: str = "float32", param_dtype: str = "float32", **kwargs):
@@ -24,17 +39,19 @@ def build(name: str, num_classes: int, *, dtype: str = "float32", param_dtype: s
     Lists become tuples: a config read back from a run's config.json holds lists where the config had
     tuples (e.g. `kernels`), and a flax module's fields must be hashable.
     """
+    import jax.numpy as jnp  # here: naming the families needs no JAX
+
     if name not in FAMILIES:
         raise ValueError(f"unknown model {name!r}; choose one of {sorted(FAMILIES)}")
-    family = FAMILIES[name]
+    cls = family(name)
     fields = {k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()}
-    known = {f.name for f in dataclasses.fields(family)} - {"parent", "name"}
+    known = {f.name for f in dataclasses.fields(cls)} - {"parent", "name"}
     unknown = sorted(set(fields) - known)
     if unknown:
-        raise ValueError(f"model.{unknown[0]} is no argument of {family.__name__}"
+        raise ValueError(f"model.{unknown[0]} is no argument of {cls.__name__}"
                          + "".join(f"; did you mean model.{close[0]}?" for close in
                                    [difflib.get_close_matches(unknown[0], sorted(known), n=1)] if close)
                          + f" (its arguments: {', '.join(sorted(known - {'dtype', 'param_dtype', 'num_classes'}))})")
-    if "num_classes" in {f.name for f in dataclasses.fields(family)}:
+    if "num_classes" in {f.name for f in dataclasses.fields(cls)}:
         fields["num_classes"] = num_classes
-    return family(dtype=jnp.dtype(dtype), param_dtype=jnp.dtype(param_dtype), **fields)
+    return cls(dtype=jnp.dtype(dtype), param_dtype=jnp.dtype(param_dtype), **fields)

@@ -73,7 +73,7 @@ class Objective:
     def evaluated_params(self, state) -> Any:
         """The parameters every evaluation reads: the trainer's validation and test evaluations, the
         best-validation checkpoint, and (the trainer writes `evaluated` into each checkpoint's meta,
-        rundir.EVALUATED) whatever reads a run's parameters later: frozen-feature k-NN and few-shot,
+        locations.EVALUATED) whatever reads a run's parameters later: frozen-feature k-NN and few-shot,
         `vitjax eval`, `vitjax analyze`, init_from. By default the trained parameters; DINO's is its
         teacher, which the official evaluations read."""
         tree = {"params": state.params, "extra": state.extra}
@@ -91,6 +91,11 @@ class Objective:
         """Host arrays replacing `init_extra`'s values in a new run (a teacher read from disk), or None.
         Called once, when a run starts from step 0; a resumed run restores its extra state instead."""
         return None
+
+    def records(self) -> dict:
+        """{file name: JSON payload} the trainer keeps in the run directory: what resuming or reading the
+        run needs beyond its checkpoints once the files the config points at are gone (a teacher's model)."""
+        return {}
 
     def loss(self, params, extra, batch, rng, info: StepInfo) -> tuple[jax.Array, dict]:
         """(scalar loss to minimise, {name: scalar metric}) of one (micro-)batch {'image', 'labels'}.

@@ -63,7 +63,7 @@ class DINO(Objective):
     freeze_last_layer_steps: int = 0
 
     @classmethod
-    def from_config(cls, config, model, info) -> "DINO":
+    def from_config(cls, config, model, info, run_dir=None) -> "DINO":
         """From config.dino; raises ValueError naming the fix before anything is compiled."""
         settings = dino_config.check(config, model, info)
         steps_per_epoch = -(-info.num_train // config.batch_size)

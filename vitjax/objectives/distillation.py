@@ -16,7 +16,8 @@ The teacher's parameters are this objective's extra state: no gradient reaches t
 differentiated, and stop_gradient says so), the optimiser never holds them, and they are saved in
 every checkpoint, so a resumed run goes on with the very teacher it started with even if the teacher's
 run has trained further since. They are read from `distillation.teacher` (a vitjax run directory or an
-official .npz, vitjax/objectives/teacher.py) once, when the run starts.
+official .npz, vitjax/objectives/teacher.py) once, when the run starts; the teacher's model is recorded
+beside the run (teacher.json), so the run resumes and evaluates after the teacher's files moved.
 """
 import dataclasses
 
@@ -39,7 +40,7 @@ class Distillation(Objective):
     label_smoothing: float = 0.0
 
     @classmethod
-    def from_config(cls, config, model, info) -> "Distillation":
+    def from_config(cls, config, model, info, run_dir=None) -> "Distillation":
         """From config.distillation; raises ValueError naming the fix before anything is compiled."""
         settings = config.distillation
         if not getattr(model, "distillation_token", False):
@@ -52,7 +53,7 @@ class Distillation(Objective):
         if not 0 <= settings.alpha <= 1:
             raise ValueError(f"distillation.alpha={settings.alpha!r}: use a weight in [0, 1] (0.5: DeiT's)")
         teacher = teacher_lib.resolve(settings, num_classes=info.num_classes, image_shape=info.image_shape,
-                                      dtype=config.dtype)
+                                      dtype=config.dtype, run_dir=run_dir)
         return cls(model, teacher=teacher, kind=settings.type, temperature=float(settings.temperature),
                    alpha=float(settings.alpha), label_smoothing=config.label_smoothing)
 
@@ -62,6 +63,9 @@ class Distillation(Objective):
 
     def loaded_extra(self):
         return {"teacher": self.teacher.load_params()}
+
+    def records(self) -> dict:
+        return {teacher_lib.RECORD: self.teacher.record}
 
     def loss(self, params, extra, batch, rng, info: StepInfo):
         images = batch["image"]

@@ -13,7 +13,7 @@ class Supervised(Objective):
     label_smoothing: float = 0.0
 
     @classmethod
-    def from_config(cls, config, model, info) -> "Supervised":
+    def from_config(cls, config, model, info, run_dir=None) -> "Supervised":
         if getattr(model, "distillation_token", False):
             raise ValueError("model.distillation_token=true needs objective='distillation' (its head learns from "
                              "a teacher); set --config.objective=distillation and --config.distillation.teacher, "

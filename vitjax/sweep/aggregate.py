@@ -29,7 +29,7 @@ import math
 import re
 import statistics
 
-from vitjax.rundir import flatten, with_schema_defaults
+from vitjax.config_compare import flatten, with_schema_defaults
 
 SEED_KEYS = ("seed", "data.subset_seed")  # what differs between the runs of one group
 # Inputs a sweep pairs with the seed (the student of seed s learns from the teacher trained on seed s's

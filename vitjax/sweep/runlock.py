@@ -7,7 +7,7 @@ few-shot subprocesses too, so the lock outlives a sweep that is killed while its
 another sweep leaves that run alone until the child has exited.
 
 The file's text names the holder (pid, host, command) for messages only; whether a run is locked is
-always asked of the kernel. The trainer's own workdir lock (vitjax/rundir.py) is another file.
+always asked of the kernel. The trainer's own workdir lock (vitjax/train_lock.py) is another file.
 """
 import fcntl
 import json

@@ -36,8 +36,8 @@ import re
 
 from vitjax import config as config_layer
 from vitjax import storage
+from vitjax.config_compare import flatten
 from vitjax.evaluate import fewshot
-from vitjax.rundir import flatten
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
 # Config keys naming what a run reads when it starts (a pre-trained run, a teacher): the runner checks

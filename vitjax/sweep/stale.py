@@ -9,7 +9,7 @@ sweep neither skips it as finished nor resumes it, and `--redo_stale` sets it as
 
 What the sweep resolves is compared with what the trainer resolves from the same command, the config
 file with the overrides applied, by the trainer's own rule when it resumes a workdir
-(rundir.differing_keys): a key vitjax gained since the run was trained, where the sweep gives it its
+(config_compare.differing_keys): a key vitjax gained since the run was trained, where the sweep gives it its
 default, is no difference, nor is a CPU runtime choice an older vitjax recorded in config.json; any
 other difference is.
 """
@@ -19,7 +19,7 @@ import shutil
 import time
 import uuid
 
-from vitjax import rundir
+from vitjax import config_compare, rundir
 
 STALE_DIR = "_stale"  # DIR/_stale/<name>-<time>-<random>/; a name no run can have (they begin alphanumeric)
 
@@ -27,7 +27,7 @@ STALE_DIR = "_stale"  # DIR/_stale/<name>-<time>-<random>/; a name no run can ha
 def differences(recorded: dict, expected: dict) -> dict[str, tuple]:
     """{dotted key: (recorded value, expected value)} for every key where the config a run was trained
     with (its config.json) differs from the sweep's config for it; {} when the run is current."""
-    return rundir.differing_keys(recorded, expected)
+    return config_compare.differing_keys(recorded, expected)
 
 
 def summary(found: dict, most: int = 3) -> str:

@@ -33,7 +33,7 @@ import statistics
 import threading
 import uuid
 
-from vitjax import rundir, storage
+from vitjax import metrics_log, rundir, storage
 from vitjax.sweep import aggregate, runlock, stale
 
 SWEEP = "sweep.json"  # the sweep's definition, written by the runner; lets `vitjax plot` list pending runs
@@ -78,7 +78,7 @@ def run_status(run_dir: str, want_probes=(), expected: dict | None = None) -> st
 
 def _median_rate(run_dir):
     """Median training img/s over the logged windows (robust to the slow first window)."""
-    rates = [row["img_per_sec"] for row in rundir.read_metrics(run_dir) if "img_per_sec" in row]
+    rates = [row["img_per_sec"] for row in metrics_log.read_metrics(run_dir) if "img_per_sec" in row]
     return statistics.median(rates) if rates else None
 
 

@@ -24,8 +24,8 @@ results an uninterrupted one has.
 import dataclasses
 
 from vitjax import rundir
-from vitjax.objectives import Selection
-from vitjax.train import checkpoint
+from vitjax.checkpoints import checkpointer, locations
+from vitjax.objectives.base import Selection
 
 _PREFIX = "val_"  # of the metrics in the log and in the best checkpoint's meta
 
@@ -48,13 +48,13 @@ class BestValidation:
     def __init__(self, workdir: str, evaluator, abstract_params, *, val_size: int, save, config: dict,
                  val_split: str = "", selection: Selection = Selection()):
         self._evaluate = evaluator
-        self._abstract = {"params": abstract_params}  # rundir.read_checkpoint_params reads it as any step
+        self._abstract = {"params": abstract_params}  # reader.read_params reads it as any step
         self._val_size = val_size  # examples of the validation split, however it was made
         self._val_split = val_split
         self._save = save
         self._selection = selection
-        self._ckpt = checkpoint.Checkpointer(rundir.best_checkpoint_dir(workdir), max_to_keep=1,
-                                             async_save=False, config=config)
+        self._ckpt = checkpointer.Checkpointer(locations.best_checkpoint_dir(workdir), max_to_keep=1,
+                                               async_save=False, config=config)
         self.best = self._recorded()
 
     def _recorded(self) -> Best | None:

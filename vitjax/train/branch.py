@@ -19,8 +19,9 @@ long, its own cooldown starts no earlier than S, and it kept a checkpoint at S (
 keep_checkpoint_steps). The trunk is only read. Validation (best step) covers this run's own steps,
 S+1 to T: a cooldown's steps are the budget's candidates.
 """
-from vitjax import rundir
-from vitjax.train import checkpoint, optimizer
+from vitjax import config_compare, rundir
+from vitjax.checkpoints import checkpointer, locations
+from vitjax.train import optimizer
 
 # Config keys a branch may set differently from its trunk: its length, where it branches from, and
 # bookkeeping that does not change what is computed.
@@ -39,9 +40,9 @@ def check(config, total_steps: int, trunk_total_steps) -> None:
     durations may be in epochs of the same data)."""
     trunk = config.branch_from
     trunk_config = rundir.load_config(trunk)
-    differing = {key: change for key, change in
-                 rundir.differing_keys(rundir.config_to_dict(trunk_config), rundir.config_to_dict(config)).items()
-                 if key not in BRANCH_FREE_KEYS}
+    found = config_compare.differing_keys(config_compare.config_to_dict(trunk_config),
+                                          config_compare.config_to_dict(config))
+    differing = {key: change for key, change in found.items() if key not in BRANCH_FREE_KEYS}
     if differing:
         lines = "".join(f"\n  {key}: {old!r} (trunk) -> {new!r}" for key, (old, new) in differing.items())
         raise ValueError(f"branch_from={trunk!r} was trained with another config; a branch may differ from its "
@@ -54,8 +55,8 @@ def check(config, total_steps: int, trunk_total_steps) -> None:
         raise ValueError(f"branch_from={trunk!r}: this run's cooldown starts at step {step}, after the trunk's own "
                          f"(step {trunk_stable} of {trunk_steps}), so the trunk never trained the constant phase "
                          f"this run needs; branch from a trunk at least {total_steps} steps long")
-    directory = rundir.checkpoint_dir(rundir.locate(trunk).run_dir)
-    kept = rundir.checkpoint_steps(directory)
+    directory = locations.checkpoint_dir(locations.locate(trunk).run_dir)
+    kept = locations.checkpoint_steps(directory)
     if step not in kept:
         raise ValueError(f"branch_from={trunk!r} has no checkpoint at step {step} (it has {kept or 'none'}): a "
                          f"trunk keeps the steps of its --config.keep_checkpoint_steps (set them before it passes "
@@ -65,8 +66,8 @@ def check(config, total_steps: int, trunk_total_steps) -> None:
 def restore(config, total_steps: int, abstract_state):
     """(train state at the branch step, its checkpoint's meta) read from the trunk, verified; `check`
     (the trainer's plan) has vetted the trunk."""
-    directory = rundir.checkpoint_dir(rundir.locate(config.branch_from).run_dir)
-    reader = checkpoint.Checkpointer(directory, read_only=True)
+    directory = locations.checkpoint_dir(locations.locate(config.branch_from).run_dir)
+    reader = checkpointer.Checkpointer(directory, read_only=True)
     try:
         return reader.restore(branch_step(config, total_steps), abstract_state)
     finally:

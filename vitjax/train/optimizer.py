@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from vitjax.durations import DURATION_UNITS, cooldown_of, steps_of  # noqa: F401  (optimizer.steps_of, as before)
+from vitjax.durations import cooldown_of
 
 
 def cooldown_steps(config, total_steps: int) -> int:

@@ -10,23 +10,24 @@ evaluate.
 import flax.linen as nn
 import jax
 
-from vitjax import rundir
+from vitjax import config_compare, rundir
+from vitjax.checkpoints import locations
+from vitjax.checkpoints.checkpointer import Checkpointer
 from vitjax.evaluate.split import Evaluator
 from vitjax.train import trainer
-from vitjax.train.checkpoint import Checkpointer
 
 
 def evaluate_workdir(workdir: str, checkpoint: str | None = None) -> dict:
     """The objective's test metrics ('test_m'; a classifier's test_accuracy and test_loss) of the run's
-    newest good checkpoint, or of `checkpoint` (anything `rundir.locate` takes); also written to the
+    newest good checkpoint, or of `checkpoint` (anything `locations.locate` takes); also written to the
     run's eval.json."""
-    run = rundir.locate(workdir)
-    chosen = rundir.locate(checkpoint) if checkpoint else run
+    run = locations.locate(workdir)
+    chosen = locations.locate(checkpoint) if checkpoint else run
     config = rundir.load_config(run.run_dir)
-    p = trainer.plan(config)
+    p = trainer.plan(config, run_dir=run.run_dir)
     spec = trainer.state_spec(config, p)
     with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
-        ckpt = Checkpointer(chosen.checkpoint_dir, read_only=True, config=rundir.config_to_dict(config))
+        ckpt = Checkpointer(chosen.checkpoint_dir, read_only=True, config=config_compare.config_to_dict(config))
         if chosen.step is None:
             restored = ckpt.restore_latest(spec.abstract)
         else:

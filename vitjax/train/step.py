@@ -13,9 +13,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from vitjax.objectives import Objective, StepInfo, Supervised
-from vitjax.objectives.base import EXTRA_INPUTS
-from vitjax.objectives.losses import cross_entropy  # noqa: F401  (steps.cross_entropy, as before objectives)
+from vitjax.objectives.base import EXTRA_INPUTS, Objective, StepInfo
 
 _FIELDS = ("step", "params", "opt_state", "skipped_updates")
 
@@ -52,13 +50,6 @@ class TrainState:
 def create_state(params, tx: optax.GradientTransformation, extra=None) -> TrainState:
     return TrainState(step=jnp.zeros((), jnp.int32), params=params, opt_state=tx.init(params),
                       skipped_updates=jnp.zeros((), jnp.int32), extra=extra)
-
-
-def make_train_step(model, tx: optax.GradientTransformation, schedule: Callable, *,
-                    label_smoothing: float, grad_accum_steps: int):
-    """The supervised objective's train step: `make_step(Supervised(model, label_smoothing), ...)`."""
-    return make_step(Supervised(model, label_smoothing=label_smoothing), tx, schedule,
-                     grad_accum_steps=grad_accum_steps)
 
 
 def make_step(objective: Objective, tx: optax.GradientTransformation, schedule: Callable, *,

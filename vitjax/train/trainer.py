@@ -16,10 +16,12 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import multihost_utils
 
-from vitjax import data, host, models, objectives, parallel, rundir, storage, xla_cpu
+from vitjax import (config_compare, data, durations, host, metrics_log, models, objectives, parallel, rundir, storage,
+                    train_lock, xla_cpu)
+from vitjax.checkpoints import checkpointer, locations
 from vitjax.evaluate import split as evaluation
-from vitjax.interop import pretrained
-from vitjax.train import best, branch, checkpoint, flops, optimizer, profile, step as steps, validate
+from vitjax.objectives.base import Objective
+from vitjax.train import best, branch, flops, optimizer, profile, step as steps, validate
 from vitjax.train.preemption import Preempted
 
 
@@ -37,20 +39,21 @@ class Plan:
     rules: tuple
     model: nn.Module
     compiler_options: dict  # XLA options for each compilation of a step (jax.jit's compiler_options)
-    objective: objectives.Objective  # what the step optimises (config.objective), for `model`
+    objective: Objective  # what the step optimises (config.objective), for `model`
     runtime: xla_cpu.Choices  # the backend's runtime choices this plan applied (not config)
 
 
-def plan(config, runtime: xla_cpu.Choices | None = None) -> Plan:
+def plan(config, runtime: xla_cpu.Choices | None = None, run_dir: str | None = None) -> Plan:
     """Validates the config (validate.py), then against the data and devices; raises ValueError naming
     the fix. Writes nothing. `runtime`: the CLI's CPU choices (model kernels, XLA options), applied
-    where the config sets none of its own."""
+    where the config sets none of its own. `run_dir`: the run it trains or reads, whose records an
+    objective may need (a moved teacher's model)."""
     runtime = runtime or xla_cpu.Choices()
     validate.config(config)
     info = data.get_info(config.data)
-    total = optimizer.steps_of(config, "total", num_train_examples=info.num_train,
+    total = durations.steps_of(config, "total", num_train_examples=info.num_train,
                                batch_size=config.batch_size, required=True)
-    warmup = optimizer.steps_of(config, "warmup", num_train_examples=info.num_train,
+    warmup = durations.steps_of(config, "warmup", num_train_examples=info.num_train,
                                 batch_size=config.batch_size, required=False)
     if total <= 0:
         raise ValueError(f"training must last at least one step, got {total}")
@@ -62,6 +65,8 @@ def plan(config, runtime: xla_cpu.Choices | None = None) -> Plan:
     if config.branch_from:
         branch.check(config, total, _total_steps_of(info))
     if config.init_from:  # before the workdir records it: a wrong path stays a fixable command
+        from vitjax.interop import pretrained  # here: a run that fine-tunes nothing loads no converter
+
         pretrained.check(config.init_from)
     if config.batch_size % config.grad_accum_steps:
         raise ValueError(f"batch_size {config.batch_size} is not divisible by grad_accum_steps "
@@ -80,14 +85,14 @@ def plan(config, runtime: xla_cpu.Choices | None = None) -> Plan:
     # Tracing the model's init checks shapes (patch vs image size, heads vs width) without compiling.
     jax.eval_shape(lambda x: model.init(jax.random.key(0), x, train=False),
                    jax.ShapeDtypeStruct((1, *info.image_shape), jnp.float32))
-    objective = objectives.build(config, model, info)  # checks its settings (a teacher: its model, its classes)
+    objective = objectives.build(config, model, info, run_dir)  # checks its settings (a teacher: model, classes)
     return Plan(info, total, warmup, mesh, parallel.rules_for(config.sharding), model,
                 runtime.options_for(config), objective, runtime)
 
 
 def _total_steps_of(info: data.DataInfo):
     """config -> its length in steps on this data (a branch's trunk may give it in epochs)."""
-    return lambda c: optimizer.steps_of(c, "total", num_train_examples=info.num_train, batch_size=c.batch_size,
+    return lambda c: durations.steps_of(c, "total", num_train_examples=info.num_train, batch_size=c.batch_size,
                                         required=True)
 
 
@@ -182,7 +187,7 @@ def train(config, workdir: str, *, force: bool = False, runtime: xla_cpu.Choices
     Resumes from the workdir's newest good checkpoint. A finished workdir only reports its results,
     unless `force` redoes it; a finished run of another config is refused like an unfinished one.
     Nothing is written before the config and workdir pass their checks. Raises Preempted after a
-    SIGTERM checkpoint, NonFiniteLoss under nan_policy='stop', rundir.WorkdirInUse while another
+    SIGTERM checkpoint, NonFiniteLoss under nan_policy='stop', train_lock.WorkdirInUse while another
     trainer works on `workdir`. `runtime`: the CLI's CPU choices (xla_cpu.choose), recorded in
     results.json, never in config.json.
     """
@@ -194,7 +199,7 @@ def train(config, workdir: str, *, force: bool = False, runtime: xla_cpu.Choices
         return finished
     validate.writable_workdir(workdir)
 
-    p = plan(config, runtime)
+    p = plan(config, runtime, workdir)
     held = _lock(workdir)
     try:
         return _train_locked(config, workdir, p, force)
@@ -206,13 +211,15 @@ def train(config, workdir: str, *, force: bool = False, runtime: xla_cpu.Choices
 def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
     """`train` once the workdir is this trainer's: claim it, restore or initialise, loop, finish."""
     _claim(workdir, config, force)
+    _keep_records(workdir, p.objective.records())
     start_time = time.time()
     init_key, dropout_key = run_keys(config.seed)
     spec = state_spec(config, p)
 
     with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
-        ckpt = checkpoint.Checkpointer(rundir.checkpoint_dir(workdir), max_to_keep=config.keep_checkpoints,
-                                       keep_steps=config.keep_checkpoint_steps, config=rundir.config_to_dict(config))
+        ckpt = checkpointer.Checkpointer(locations.checkpoint_dir(workdir), max_to_keep=config.keep_checkpoints,
+                                         keep_steps=config.keep_checkpoint_steps,
+                                         config=config_compare.config_to_dict(config))
         state, elapsed_before = _restore_or_initialise(config, p, spec, ckpt, init_key)
         compiled, batch_sharding, flops_per_step = _compile_and_describe(config, p, spec, dropout_key)
         evaluator = _evaluator(config, p, spec)
@@ -225,7 +232,7 @@ def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
             state = _loop(config, p, state, compiled, batches, dropout_key, ckpt=ckpt, log=log,
                           evaluator=evaluator, validation=validation, stop=stop, flops_per_step=flops_per_step,
                           ckpt_meta=lambda: {"wall_seconds": elapsed_before + time.time() - start_time,
-                                             rundir.EVALUATED: p.objective.evaluated},
+                                             locations.EVALUATED: p.objective.evaluated},
                           profiler=profiler)
             final = _final_evaluations(p, p.objective.evaluated_params(state), log, evaluator, validation)
         finally:
@@ -260,7 +267,8 @@ def _validation(config, p: Plan, spec: StateSpec, workdir: str) -> best.BestVali
               "eval_every_steps to choose among steps", flush=True)
     return best.BestValidation(workdir, _evaluator(config, p, spec, split=data.VAL),
                                spec.abstract.params, val_size=p.info.num_val, val_split=config.data.val_split,
-                               save=_save, config=rundir.config_to_dict(config), selection=p.objective.selection)
+                               save=_save, config=config_compare.config_to_dict(config),
+                               selection=p.objective.selection)
 
 
 def _final_evaluations(p: Plan, params, log, evaluator, validation) -> dict:
@@ -286,18 +294,18 @@ def _finished_results(workdir: str, config, force: bool) -> dict | None:
     return finished
 
 
-def _lock(workdir: str) -> rundir.Lock | None:
-    """Process 0 locks the workdir for the whole run (rundir.lock says why process 0 alone). When it
+def _lock(workdir: str) -> train_lock.Lock | None:
+    """Process 0 locks the workdir for the whole run (train_lock.lock says why process 0 alone). When it
     cannot, every process raises WorkdirInUse, instead of the others waiting for it at a barrier."""
     held, refusal = None, None
     if rundir.is_writer():
         try:
-            held = rundir.lock(workdir)
-        except rundir.WorkdirInUse as error:
+            held = train_lock.lock(workdir)
+        except train_lock.WorkdirInUse as error:
             refusal = error
     if jax.process_count() > 1 and int(multihost_utils.broadcast_one_to_all(jnp.int32(refusal is not None))):
-        refusal = refusal or rundir.WorkdirInUse(f"{workdir} is in use by another vitjax train (process 0's "
-                                                 f"error names it)")
+        refusal = refusal or train_lock.WorkdirInUse(f"{workdir} is in use by another vitjax train (process 0's "
+                                                     f"error names it)")
     if refusal is not None:
         raise refusal
     return held
@@ -318,6 +326,8 @@ def _restore_or_initialise(config, p: Plan, spec: StateSpec, ckpt, init_key):
         return state, meta.get("wall_seconds", 0.0)
     state = init_state(spec, init_key)
     if config.init_from:
+        from vitjax.interop import pretrained
+
         params = pretrained.load(config.init_from, p.model, p.info.image_shape)
         params = jax.device_put(params, spec.shardings.params)
         state = jax.jit(lambda prm: steps.create_state(
@@ -341,7 +351,7 @@ def _compile_and_describe(config, p: Plan, spec: StateSpec, dropout_key):
     return compiled, batch_sharding, flops_per_step
 
 
-def _metrics_log(workdir: str, resumed_at: int, total_steps: int) -> rundir.MetricsLog:
+def _metrics_log(workdir: str, resumed_at: int, total_steps: int) -> metrics_log.MetricsLog:
     """The run's MetricsLog, once metrics.jsonl has dropped the rows this attempt writes again: those
     past the step it resumes from (an interrupted attempt logged them after its last checkpoint) and
     the final evaluation's (logged after the loop, so again by an attempt resuming at the last step).
@@ -350,8 +360,8 @@ def _metrics_log(workdir: str, resumed_at: int, total_steps: int) -> rundir.Metr
         step = row.get("step", 0)
         return step > resumed_at or (step == total_steps and any(k.startswith("test_") for k in row))
 
-    rundir.keep_metrics(workdir, lambda row: not written_again(row))
-    return rundir.MetricsLog(workdir)
+    metrics_log.keep_metrics(workdir, lambda row: not written_again(row))
+    return metrics_log.MetricsLog(workdir)
 
 
 def _train_batches(config, first_step: int, batch_sharding):
@@ -476,7 +486,7 @@ def _save(ckpt, step: int, state, meta: dict) -> None:
     stops the run as a non-finite loss does, whatever nan_policy says: that state cannot be repaired."""
     try:
         ckpt.save(step, state, meta)
-    except checkpoint.NonFiniteStateError as error:
+    except checkpointer.NonFiniteStateError as error:
         raise NonFiniteLoss(f"{error}. {_NAN_ADVICE}.") from None
 
 
@@ -533,6 +543,13 @@ class _StopFlag:
     def restore(self):
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
+
+
+def _keep_records(workdir: str, records: dict) -> None:
+    """Writes the objective's records (Objective.records) into the run directory, on process 0, when new."""
+    for name, payload in records.items():
+        if rundir.is_writer() and rundir.read_json(workdir, name) != payload:
+            rundir.write_json(workdir, name, payload)
 
 
 def _claim(workdir, config, force):

@@ -9,17 +9,16 @@ plan checks next; data.* values are vitjax/data's (`data.get_info`, which plan c
 """
 import os
 
+from vitjax.objectives import OBJECTIVES  # the registry alone: no objective module, no JAX
+
 # The names optimizer.py and the trainer act on (tests/train/test_validate.py checks that each builds).
 # Here rather than imported from optimizer.py: `vitjax train` validates before JAX is imported.
 SCHEDULES = ("cosine", "linear", "constant", "wsd")  # the decay after the warmup
 WEIGHT_DECAY_SCHEDULES = ("constant", "cosine")
 OPTIMIZERS = ("adam", "adamw", "sgd")
 NAN_POLICIES = ("stop", "skip")
-OBJECTIVES = ("supervised", "distillation", "mae", "dino")  # vitjax/objectives (its OBJECTIVES registry)
-# Objectives that train one model family only, and the family each needs (and that needs it): MAE's
-# loss is its reconstruction, which only the MAE model makes, and the MAE model has no class head;
-# DINO's loss compares its projection head's outputs, which only the DINO model has.
-OBJECTIVE_MODELS = {"mae": "mae", "dino": "dino"}
+# Objectives that train one model family only, and the family each needs (and that needs it).
+OBJECTIVE_MODELS = {name: registered.model for name, registered in OBJECTIVES.items() if registered.model}
 DTYPES = ("float32", "bfloat16", "float16")  # compute dtypes; parameters stay float32
 REMOTE_SCHEMES = ("gs", "s3", "az")  # the object stores etils.epath reaches (vitjax/storage.py)
 
@@ -75,7 +74,7 @@ _RULES = (
     ("dtype", lambda name: name in DTYPES, _choice(DTYPES) + " (bfloat16 on accelerators)"),
     ("profile_steps", lambda text: _profile_window(text),
      "use 'START:STOP' with 0 <= START < STOP (steps START+1 to STOP are traced), e.g. '100:105', or '' for none"),
-    ("objective", lambda name: name in OBJECTIVES, _choice(OBJECTIVES)),
+    ("objective", lambda name: name in OBJECTIVES, _choice(tuple(OBJECTIVES))),
     ("nan_policy", lambda name: name in NAN_POLICIES,
      "nan_policy must be 'stop' or 'skip' ('stop' raises at the first non-finite loss, 'skip' drops such updates)"),
 )

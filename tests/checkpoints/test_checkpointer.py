@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 
 from vitjax import rundir
-from vitjax.checkpoint_integrity import CorruptCheckpointError
+from vitjax.checkpoints.integrity import CorruptCheckpointError
 from vitjax.evaluate import fewshot
-from vitjax.train import checkpoint, reevaluate, trainer
-from vitjax.train.checkpoint import CheckpointMismatchError
+from vitjax.train import reevaluate, trainer
+from vitjax.checkpoints.checkpointer import CheckpointMismatchError
 from vitjax.interop.pretrained import load as load_pretrained
+from vitjax.checkpoints import checkpointer, locations, reader
+from vitjax import metrics_log
 from tests.train import tiny_config
 
 
@@ -40,7 +42,7 @@ def _config():
 def finished(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("finished") / "run"
     trainer.train(_config(), str(workdir))
-    assert rundir.checkpoint_steps(rundir.checkpoint_dir(workdir)) == [5, 10]
+    assert locations.checkpoint_steps(locations.checkpoint_dir(workdir)) == [5, 10]
     return workdir
 
 
@@ -54,13 +56,13 @@ def unfinished(finished, tmp_path):
 
 
 def _steps(workdir):
-    return rundir.checkpoint_steps(rundir.checkpoint_dir(workdir))
+    return locations.checkpoint_steps(locations.checkpoint_dir(workdir))
 
 
 def _flip_array_data(workdir, step):
     """Flips bytes in the middle of every array-data file of one step (which file holds which array
     is orbax's business)."""
-    state = pathlib.Path(rundir.step_dir(rundir.checkpoint_dir(workdir), step)) / rundir.STATE
+    state = pathlib.Path(locations.step_dir(locations.checkpoint_dir(workdir), step)) / locations.STATE
     for victim in (p for p in state.rglob("*") if p.is_file() and p.parent.name == "d" and p.stat().st_size > 64):
         data = bytearray(victim.read_bytes())
         for i in range(len(data) // 2, len(data) // 2 + 8):
@@ -88,7 +90,7 @@ def test_a_config_that_changes_the_state_layout_is_refused_and_nothing_is_moved(
         assert line in message, message
     assert "checkpoint step 10" in message and "nothing was moved" in message and "new --workdir" in message
     assert _steps(unfinished) == [5, 10]
-    assert not rundir.exists(unfinished, rundir.CORRUPT_CHECKPOINTS)
+    assert not rundir.exists(unfinished, locations.CORRUPT_CHECKPOINTS)
 
 
 def test_eval_after_a_code_change_names_the_leaves_and_moves_nothing(finished, monkeypatch):
@@ -98,32 +100,48 @@ def test_eval_after_a_code_change_names_the_leaves_and_moves_nothing(finished, m
     with pytest.raises(CheckpointMismatchError, match="the code that builds the model or the optimiser has changed"):
         reevaluate.evaluate_workdir(str(finished))
     assert _steps(finished) == [5, 10]
-    assert not rundir.exists(finished, rundir.CORRUPT_CHECKPOINTS)
+    assert not rundir.exists(finished, locations.CORRUPT_CHECKPOINTS)
 
 
 # --- Item 4: no checkpoint of a non-finite state -------------------------------------------------------
 
 def test_a_state_holding_a_nan_is_not_saved(tmp_path):
-    ckpt = checkpoint.Checkpointer(str(tmp_path / "checkpoints"), async_save=False)
+    ckpt = checkpointer.Checkpointer(str(tmp_path / "checkpoints"), async_save=False)
     ckpt.save(1, {"params": {"w": np.ones(3, np.float32)}}, {})
-    with pytest.raises(checkpoint.NonFiniteStateError,
+    with pytest.raises(checkpointer.NonFiniteStateError,
                        match=r"step 2 holds non-finite values in params/w; .* Last good checkpoint: step 1"):
         ckpt.save(2, {"params": {"w": np.array([1.0, np.inf, 0.0], np.float32)}}, {})
     # The trainer stops on it whatever nan_policy says: an update that overflowed cannot be skipped now.
     with pytest.raises(trainer.NonFiniteLoss, match="non-finite values in params/w"):
         trainer._save(ckpt, 2, {"params": {"w": np.full(3, np.nan, np.float32)}}, {})
     ckpt.close()
-    assert rundir.checkpoint_steps(str(tmp_path / "checkpoints")) == [1]
+    assert locations.checkpoint_steps(str(tmp_path / "checkpoints")) == [1]
+
+
+def test_a_save_the_disk_cannot_hold_is_refused_at_once_naming_the_directory(tmp_path, monkeypatch, capsys):
+    from vitjax import cli
+
+    ckpt = checkpointer.Checkpointer(str(tmp_path / "checkpoints"), async_save=True)
+    state = {"params": {"w": np.ones(1024, np.float32)}}  # 4 KiB
+    ckpt.save(1, state, {})
+    ckpt.wait()
+    monkeypatch.setattr(checkpointer.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(10**9, 10**9, 4000))
+    with pytest.raises(OSError, match=r"no room for checkpoint step 2: it needs .* MiB, 0.0 MiB are free") as raised:
+        ckpt.save(2, state, {})
+    assert raised.value.filename == ckpt.directory
+    assert "(errno ENOSPC)" in cli._os_error(raised.value)
+    ckpt.close()
+    assert locations.checkpoint_steps(str(tmp_path / "checkpoints")) == [1]
 
 
 # --- Item 5: readers change nothing ---------------------------------------------------------------------
 
 def test_eval_leaves_a_live_runs_save_in_progress_alone(finished):
-    in_progress = rundir.checkpoint_dir(finished) + "/15.orbax-checkpoint-tmp-1712345678"
-    os.makedirs(os.path.join(in_progress, rundir.STATE))
+    in_progress = locations.checkpoint_dir(finished) + "/15.orbax-checkpoint-tmp-1712345678"
+    os.makedirs(os.path.join(in_progress, locations.STATE))
     try:
         assert reevaluate.evaluate_workdir(str(finished))["step"] == 10
-        assert os.path.isdir(os.path.join(in_progress, rundir.STATE))
+        assert os.path.isdir(os.path.join(in_progress, locations.STATE))
     finally:
         shutil.rmtree(in_progress)
 
@@ -133,17 +151,18 @@ def test_eval_reports_a_corrupt_step_and_leaves_it_in_place(unfinished, capsys):
     assert reevaluate.evaluate_workdir(str(unfinished))["step"] == 5
     assert "checkpoint step 10 is corrupt" in capsys.readouterr().out
     assert _steps(unfinished) == [5, 10]
-    assert not rundir.exists(unfinished, rundir.CORRUPT_CHECKPOINTS)
+    assert not rundir.exists(unfinished, locations.CORRUPT_CHECKPOINTS)
+    step_10 = locations.step_dir(locations.checkpoint_dir(unfinished), 10)
     with pytest.raises(CorruptCheckpointError, match="checkpoint step 10"):
-        reevaluate.evaluate_workdir(str(unfinished), checkpoint=rundir.step_dir(rundir.checkpoint_dir(unfinished), 10))
+        reevaluate.evaluate_workdir(str(unfinished), checkpoint=step_10)
 
 
 # --- Item 11: never a silent restart from step 0 --------------------------------------------------------
 
 def test_when_the_only_checkpoint_is_corrupt_training_stops_instead_of_restarting(unfinished, capsys):
     """As with keep_checkpoints=1: one checkpoint, and it is corrupt."""
-    shutil.rmtree(rundir.step_dir(rundir.checkpoint_dir(unfinished), 5))
-    rows = len(rundir.read_metrics(unfinished))
+    shutil.rmtree(locations.step_dir(locations.checkpoint_dir(unfinished), 5))
+    rows = len(metrics_log.read_metrics(unfinished))
     _flip_array_data(unfinished, 10)
     with pytest.raises(CorruptCheckpointError,
                        match="verifies: step 10 moved to .*does not start again from step 0 on its own: use a new"):
@@ -154,7 +173,7 @@ def test_when_the_only_checkpoint_is_corrupt_training_stops_instead_of_restartin
     # Run again: the corrupt step is gone from checkpoints/, and still no fresh start.
     with pytest.raises(CorruptCheckpointError, match=r"the corrupt steps of this run were set aside in .* \(10-"):
         trainer.train(_config(), str(unfinished))
-    assert len(rundir.read_metrics(unfinished)) == rows and _steps(unfinished) == []
+    assert len(metrics_log.read_metrics(unfinished)) == rows and _steps(unfinished) == []
 
 
 # --- Item 12: every reader verifies checksums -------------------------------------------------------------
@@ -162,7 +181,7 @@ def test_when_the_only_checkpoint_is_corrupt_training_stops_instead_of_restartin
 def _change_recorded_checksum(workdir, step, path):
     """As if the array at `path` had changed where tensorstore cannot tell (an uncompressed chunk):
     the data reads, and only the checksum recorded at save time disagrees with it."""
-    meta_file = os.path.join(rundir.step_dir(rundir.checkpoint_dir(workdir), step), rundir.META, "metadata")
+    meta_file = os.path.join(locations.step_dir(locations.checkpoint_dir(workdir), step), locations.META, "metadata")
     with open(meta_file) as f:
         meta = json.load(f)
     meta["checksums"][path] += 1
@@ -176,19 +195,19 @@ def test_init_from_and_params_readers_verify_checksums(unfinished, capsys, damag
         _change_recorded_checksum(unfinished, 10, "params/head/kernel")
     else:
         _flip_array_data(unfinished, 10)
-    step_10 = rundir.step_dir(rundir.checkpoint_dir(unfinished), 10)
+    step_10 = locations.step_dir(locations.checkpoint_dir(unfinished), 10)
     expected = {"checksum": "fails its checksums in params/head/kernel",
                 "flip": "(fails its checksums|cannot be read)"}[damage]
     with pytest.raises(CorruptCheckpointError, match=f"checkpoint step 10 .*{expected}"):
-        rundir.read_checkpoint_params(step_10)
+        reader.read_params(step_10)
     model = trainer.plan(_config()).model
     with pytest.raises(CorruptCheckpointError, match="checkpoint step 10"):
         load_pretrained(step_10, model, (16, 16, 3))
     with pytest.raises(CorruptCheckpointError, match="checkpoint step 10"):
         fewshot.fewshot_workdir(str(unfinished), checkpoint=step_10)
     # Named by its workdir: the newest step that verifies, after a warning; nothing is moved.
-    newest_good = rundir.read_checkpoint_params(str(unfinished))
+    newest_good = reader.read_params(str(unfinished))
     assert "checkpoint step 10 in" in capsys.readouterr().out
-    step_5 = rundir.read_checkpoint_params(rundir.step_dir(rundir.checkpoint_dir(unfinished), 5))
+    step_5 = reader.read_params(locations.step_dir(locations.checkpoint_dir(unfinished), 5))
     np.testing.assert_array_equal(newest_good["head"]["kernel"], step_5["head"]["kernel"])
     assert _steps(unfinished) == [5, 10]

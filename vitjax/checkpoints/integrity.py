@@ -14,10 +14,11 @@ A step can fail in two ways, and only one of them is the data's fault:
                restored into: a changed config or changed code. `layout_differences` names the leaves;
                nothing is moved.
 
-The trainer's Checkpointer (vitjax/train/checkpoint.py) restores whole train states with these
+The trainer's Checkpointer (vitjax/checkpoints/checkpointer.py) restores whole train states with these
 checks; `read_verified` serves the readers that want arrays on the host whatever mesh saved them
-(rundir.read_checkpoint_params: init_from, the few-shot probe, `vitjax analyze`). This module sits
-just above the run-directory layer: it takes item directories, not runs, and imports no vitjax module.
+(vitjax/checkpoints/reader.py: init_from, teachers, the few-shot probe, `vitjax analyze`); both walk
+back through a run's steps with `newest_that_verifies`. This module takes item directories, not runs,
+and imports no vitjax module.
 """
 import json
 
@@ -171,6 +172,20 @@ def _describe(shape_and_dtype) -> str:
 def error_summary(error: BaseException) -> str:
     """'Type: message' on one line, cut at 300 characters (tensorstore's messages run to pages)."""
     return f"{type(error).__name__}: {' '.join(str(error).split())[:300]}"
+
+
+def newest_that_verifies(steps: list[int], read, on_corrupt, *, where: str, fix: str):
+    """read(step) of the newest of `steps` (oldest first) that raises no CorruptCheckpointError: the one
+    restore loop of the trainer and of every reader. `on_corrupt(step, error, earlier_steps)` deals with a
+    step that failed and returns what became of it in words; when none verifies, CorruptCheckpointError
+    lists them and says `fix`."""
+    failures = []
+    for index in range(len(steps) - 1, -1, -1):
+        try:
+            return read(steps[index])
+        except CorruptCheckpointError as error:
+            failures.append(on_corrupt(steps[index], error, steps[:index]))
+    raise CorruptCheckpointError(f"no checkpoint in {where} verifies: {'; '.join(failures)}; {fix}")
 
 
 # --- Reading one step on the host, verified ---------------------------------------------------------

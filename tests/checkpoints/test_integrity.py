@@ -7,8 +7,8 @@ import numpy as np
 import optax
 import pytest
 
-from vitjax import checkpoint_integrity as integrity, rundir
-from vitjax.train import checkpoint, step as steps
+from vitjax.train import step as steps
+from vitjax.checkpoints import checkpointer, integrity, locations, reader
 
 
 def _state():
@@ -17,10 +17,10 @@ def _state():
 
 
 def _save(directory, state):
-    ckpt = checkpoint.Checkpointer(directory, async_save=False)
+    ckpt = checkpointer.Checkpointer(directory, async_save=False)
     ckpt.save(4, state, {})
     ckpt.close()
-    return os.path.join(rundir.step_dir(directory, 4), rundir.META, "metadata")  # orbax's JSON item file
+    return os.path.join(locations.step_dir(directory, 4), locations.META, "metadata")  # orbax's JSON item file
 
 
 def _rewrite_checksums(meta_file, change):
@@ -41,16 +41,16 @@ def test_a_step_recording_a_list_of_checksums_still_verifies(tmp_path):
     directory, state = str(tmp_path / "checkpoints"), _state()
     meta_file = _save(directory, state)
     _rewrite_checksums(meta_file, lambda by_path: [by_path[path] for path in integrity.layout_of(state)])
-    step_dir = rundir.step_dir(directory, 4)
-    np.testing.assert_array_equal(rundir.read_checkpoint_params(step_dir)["dense"]["kernel"],
+    step_dir = locations.step_dir(directory, 4)
+    np.testing.assert_array_equal(reader.read_params(step_dir)["dense"]["kernel"],
                                   state.params["dense"]["kernel"])
-    ckpt = checkpoint.Checkpointer(directory, read_only=True)
+    ckpt = checkpointer.Checkpointer(directory, read_only=True)
     restored, _ = ckpt.restore(4, _abstract(state))
     assert int(restored.step) == 0
 
     _rewrite_checksums(meta_file, lambda listed: listed[:1] + [listed[1] + 1] + listed[2:])
     with pytest.raises(integrity.CorruptCheckpointError, match="step 4 .*fails its checksums in params/dense/bias"):
-        rundir.read_checkpoint_params(step_dir)
+        reader.read_params(step_dir)
     with pytest.raises(integrity.CorruptCheckpointError, match="fails its checksums in params/dense/bias"):
         ckpt.restore(4, _abstract(state))
     ckpt.close()

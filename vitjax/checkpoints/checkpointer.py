@@ -5,16 +5,19 @@ holding a NaN or an infinity. A restore first compares the step's saved layout (
 dtypes; orbax's metadata, read before any array) with the state it restores into: a difference is a
 changed config or changed code, raised as CheckpointMismatchError naming the leaves and the config
 keys that changed, and nothing is moved. Only a step that cannot be read or fails its checksums is
-corrupt (vitjax/checkpoint_integrity.py): the trainer moves it aside (never deletes it) and tries the
+corrupt (vitjax/checkpoints/integrity.py): the trainer moves it aside (never deletes it) and tries the
 previous one; when none is left it raises rather than start again from step 0. A reader (`vitjax
 eval`) opens the directory read-only: orbax neither creates, cleans nor deletes anything, and a
 corrupt step is reported and left in place.
 
 With several processes every decision is taken together: each process reads its shards, the
 processes agree on whether every one of them could, the checksums are computed over the global
-arrays (the same on each), and only process 0 moves a step. Where steps live is vitjax/rundir.py's.
+arrays (the same on each), and only process 0 moves a step. Where steps live is vitjax/checkpoints/locations.py's.
 """
+import errno
 import logging
+import os
+import shutil
 import time
 
 import jax
@@ -22,9 +25,9 @@ import numpy as np
 import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 
-from vitjax import rundir, storage
-from vitjax import checkpoint_integrity as integrity
-from vitjax.checkpoint_integrity import CorruptCheckpointError
+from vitjax import config_compare, rundir, storage
+from vitjax.checkpoints import integrity, locations
+from vitjax.checkpoints.integrity import CorruptCheckpointError
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +95,26 @@ class Checkpointer:
                 f"{f' and {len(non_finite) - 5} more arrays' if len(non_finite) > 5 else ''}; it was not "
                 f"saved. Last good checkpoint: "
                 f"{f'step {earlier[-1]} in {self.directory}' if earlier else 'none (no checkpoint written yet)'}")
+        self._check_room(step, state)
         meta = dict(meta, step=int(step), checksums=sums, saved_at=time.time(), config=self._config)
         self._manager.save(step, args=ocp.args.Composite(
-            **{rundir.STATE: ocp.args.StandardSave(state), rundir.META: ocp.args.JsonSave(meta)}), force=True)
+            **{locations.STATE: ocp.args.StandardSave(state), locations.META: ocp.args.JsonSave(meta)}), force=True)
+
+    def _check_room(self, step: int, state) -> None:
+        """Raises OSError(ENOSPC) naming the directory, writing nothing, when its disk cannot hold the
+        arrays this process would write for `step`: an async save that runs out of room is reported
+        only at the next save, under the checkpoint library's logs. Decided by all processes together."""
+        if storage.is_remote(self.directory):
+            return
+        need = sum(_bytes_written_here(leaf) for leaf in jax.tree.leaves(state))
+        existing = self.directory
+        while not os.path.isdir(existing):
+            existing = os.path.dirname(existing)
+        free = shutil.disk_usage(existing).free
+        if _agree(int(free < need)):
+            raise OSError(errno.ENOSPC, f"no room for checkpoint step {step}: it needs {need / 2**20:,.1f} MiB, "
+                          f"{free / 2**20:,.1f} MiB are free (on some process); free space and run the same "
+                          f"command again, which resumes from the last checkpoint", self.directory)
 
     def restore_latest(self, abstract_state):
         """(state, meta) of the newest step that verifies; None when the directory holds no step.
@@ -108,15 +128,12 @@ class Checkpointer:
         if not steps:
             self._refuse_a_fresh_start()
             return None
-        failures = []
-        for index in range(len(steps) - 1, -1, -1):
-            try:
-                return self.restore(steps[index], abstract_state)
-            except CorruptCheckpointError as error:
-                failures.append(self._report_corrupt(steps[index], error, earlier=steps[:index]))
         fix = ("pass another run or checkpoint" if self._read_only else "training does not start again from "
                "step 0 on its own: use a new --workdir (the steps set aside are kept for inspection)")
-        raise CorruptCheckpointError(f"no checkpoint in {self.directory} verifies: {'; '.join(failures)}; {fix}")
+        return integrity.newest_that_verifies(
+            steps, lambda step: self.restore(step, abstract_state),
+            lambda step, error, earlier: self._report_corrupt(step, error, earlier=earlier),
+            where=self.directory, fix=fix)
 
     def restore(self, step: int, abstract_state):
         """(state, meta) of one step. Raises CheckpointMismatchError when its layout differs from
@@ -144,8 +161,8 @@ class Checkpointer:
 
         Through orbax's handlers, not the manager: the manager's restore ends in a barrier that a
         process whose read failed would never reach."""
-        step_dir = rundir.step_dir(self.directory, step)
-        state_dir, meta_dir = storage.join(step_dir, rundir.STATE), storage.join(step_dir, rundir.META)
+        step_dir = locations.step_dir(self.directory, step)
+        state_dir, meta_dir = storage.join(step_dir, locations.STATE), storage.join(step_dir, locations.META)
         try:
             saved = integrity.saved_layout(state_dir)
         except Exception as error:  # orbax raises many types for missing or garbled files
@@ -166,7 +183,7 @@ class Checkpointer:
         if saved_config is None or self._config is None:
             keys = ["(the checkpoint records no config to compare with; see its run's config.json)"]
         else:
-            keys = rundir.config_changes(saved_config, self._config) or [
+            keys = config_compare.config_changes(saved_config, self._config) or [
                 "none: the code that builds the model or the optimiser has changed since it was saved"]
         return (f"checkpoint step {step} in {self.directory} holds a train state of another layout than this "
                 f"config builds (a changed config or changed code, not corruption; nothing was moved):\n"
@@ -189,15 +206,15 @@ class Checkpointer:
     def _set_aside(self, step: int) -> str:
         self._manager.wait_until_finished()
         _barrier(f"vitjax: every process has read checkpoint step {step}")
-        target = rundir.set_aside(self.directory, step) if rundir.is_writer() else None
+        target = locations.set_aside(self.directory, step) if rundir.is_writer() else None
         _barrier(f"vitjax: checkpoint step {step} set aside")
         self._manager.close()
         self._manager = self._open()  # forgets the step it had listed
-        return target or f"{rundir.corrupt_dir(self.directory)} (by process 0)"
+        return target or f"{locations.corrupt_dir(self.directory)} (by process 0)"
 
     def _refuse_a_fresh_start(self) -> None:
         """Raises when every step of this run was set aside: starting from step 0 is the user's call."""
-        corrupt = rundir.corrupt_dir(self.directory)
+        corrupt = locations.corrupt_dir(self.directory)
         if self._read_only or not storage.isdir(corrupt) or not storage.listdir(corrupt):
             return
         raise CorruptCheckpointError(
@@ -211,6 +228,13 @@ class Checkpointer:
     def close(self) -> None:
         self._manager.wait_until_finished()
         self._manager.close()
+
+
+def _bytes_written_here(leaf) -> int:
+    """The bytes of `leaf` this process writes: one replica of each of its shards."""
+    if isinstance(leaf, jax.Array):
+        return sum(shard.data.nbytes for shard in leaf.addressable_shards if shard.replica_id == 0)
+    return int(getattr(leaf, "nbytes", 0))
 
 
 def _agree(outcome: int) -> int:
