@@ -57,3 +57,22 @@ def test_the_check_names_long_functions_and_accepts_a_reason_beside_the_def():
     assert long_functions(_function("no_reason", LIMIT, comment="  # long:")) == [("no_reason", 2, LIMIT + 1)]
     nested = "class Model:\n" + textwrap.indent(_function("method", LIMIT), "    ")
     assert long_functions(nested) == [("Model.method", 3, LIMIT + 1)]
+
+
+def parameter_counts(source: str) -> dict[str, int]:
+    """{function name: its parameters, `self` and `cls` not counted} of every function in `source`."""
+    counts = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            params = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            counts[node.name] = len([p for p in params if p.arg not in ("self", "cls")])
+    return counts
+
+
+def test_no_function_of_the_training_package_takes_more_than_8_parameters():
+    """What a training step's functions need travels in a few named objects, not a dozen arguments."""
+    crowded = [f"{path.relative_to(PACKAGE.parent)} {name} ({count})"
+               for path in sorted((PACKAGE / "train").rglob("*.py"))
+               for name, count in parameter_counts(path.read_text()).items() if count > 8]
+    assert not crowded, "functions with more than 8 parameters:\n" + "\n".join(crowded)
+    assert parameter_counts("def f(self, a, *, b, c=1): pass\nclass K:\n  def g(cls, d): pass") == {"f": 3, "g": 1}

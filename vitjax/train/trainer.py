@@ -4,6 +4,7 @@ Read top to bottom: set up, build, restore or initialise, compile, loop (step, l
 checkpoint), finish. Re-running on the same workdir resumes from the newest good checkpoint; a run
 whose results.json exists is finished and only reports. One trainer works on a workdir at a time.
 """
+import contextlib
 import dataclasses
 import math
 import os
@@ -209,39 +210,64 @@ def train(config, workdir: str, *, force: bool = False, runtime: xla_cpu.Choices
 
 
 def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
-    """`train` once the workdir is this trainer's: claim it, restore or initialise, loop, finish."""
+    """`train` once the workdir is this trainer's, in five sections as big_vision's train.py reads:
+    set up, restore (or initialise), loop (step, log, evaluate, checkpoint), evaluate, finish."""
+    # --- Set up: the workdir becomes this run's; the state's shapes, the keys, the compiled step.
     _claim(workdir, config, force)
     _keep_records(workdir, p.objective.records())
     start_time = time.time()
     init_key, dropout_key = run_keys(config.seed)
     spec = state_spec(config, p)
-
-    with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
+    with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules), contextlib.ExitStack() as on_exit:
         ckpt = checkpointer.Checkpointer(locations.checkpoint_dir(workdir), max_to_keep=config.keep_checkpoints,
                                          keep_steps=config.keep_checkpoint_steps,
                                          config=config_compare.config_to_dict(config))
+        on_exit.callback(ckpt.close)
+
+        # --- Restore: the newest good checkpoint, else the trunk's branch point, else step 0.
         state, elapsed_before = _restore_or_initialise(config, p, spec, ckpt, init_key)
+        first_step = int(state.step)
         compiled, batch_sharding, flops_per_step = _compile_and_describe(config, p, spec, dropout_key)
         evaluator = _evaluator(config, p, spec)
         validation = _validation(config, p, spec, workdir)
-        log = _metrics_log(workdir, int(state.step), p.total_steps)
-        batches = _train_batches(config, int(state.step), batch_sharding)
+        if validation is not None:
+            on_exit.callback(validation.close)
+        log = on_exit.enter_context(contextlib.closing(_metrics_log(workdir, first_step, p.total_steps)))
         stop = _StopFlag()
-        profiler = profile.Window(config.profile_steps, workdir, int(state.step))
-        try:
-            state = _loop(config, p, state, compiled, batches, dropout_key, ckpt=ckpt, log=log,
-                          evaluator=evaluator, validation=validation, stop=stop, flops_per_step=flops_per_step,
-                          ckpt_meta=lambda: {"wall_seconds": elapsed_before + time.time() - start_time,
-                                             locations.EVALUATED: p.objective.evaluated},
-                          profiler=profiler)
-            final = _final_evaluations(p, p.objective.evaluated_params(state), log, evaluator, validation)
-        finally:
-            profiler.close()
-            stop.restore()
-            log.close()
-            ckpt.close()
-            if validation is not None:
-                validation.close()
+        on_exit.callback(stop.restore)
+        profiler = on_exit.enter_context(contextlib.closing(profile.Window(config.profile_steps, workdir,
+                                                                           first_step)))
+        batches = _train_batches(config, first_step, batch_sharding)
+        finite = _FiniteCheck(config.nan_policy, ckpt)
+
+        # --- Loop: one compiled step at a time; log, evaluate and save on the config's schedule.
+        window = _LogWindow()
+        for step in range(first_step, p.total_steps):
+            profiler.before(step)
+            state, metrics = compiled(state, next(batches), dropout_key)
+            done = step + 1
+            profiler.after(done, state)
+            finite.later(done, metrics)
+            window.steps += 1
+            stop.check(done)
+            if done % config.log_every_steps == 0 or done == p.total_steps:
+                _log_train_metrics(config, p.total_steps, log, (done, metrics), window, flops_per_step, finite)
+                window = _LogWindow()
+            if _evaluates_at(config, done, p.total_steps, validation is not None):
+                finite.now()  # a non-finite step's state is never the best
+                _evaluate(done, p.objective.evaluated_params(state), log, evaluator, validation)
+            if _saves_at(config, done, p.total_steps, stop):
+                finite.now()  # every step up to `done` verified finite before its state is saved
+                _save(ckpt, done, state, {"wall_seconds": elapsed_before + time.time() - start_time,
+                                          locations.EVALUATED: p.objective.evaluated})
+            if stop.raised:
+                raise Preempted(f"{stop.raised} at step {done}; checkpoint saved, re-run the same command to resume")
+        finite.now()
+
+        # --- Evaluate: the final parameters on the test split; with a validation split, the best step's.
+        final = _final_evaluations(p, p.objective.evaluated_params(state), log, evaluator, validation)
+
+    # --- Finish: results.json marks the run finished.
     results = _results(config, p, spec, state, final, flops_per_step,
                        wall=elapsed_before + time.time() - start_time)
     rundir.write_json(workdir, rundir.RESULTS, results)
@@ -373,46 +399,18 @@ def _train_batches(config, first_step: int, batch_sharding):
         batch_sharding)
 
 
-def _loop(config, p: Plan, state, compiled, batches, dropout_key, *, ckpt, log, evaluator, validation, stop,
-          flops_per_step, ckpt_meta, profiler):
-    """Steps from `state.step` to the end, logging, evaluating and checkpointing on the config's
-    schedule; returns the final state. Raises Preempted once a SIGTERM's step is saved."""
-    pending = None  # the previous step's metrics, read one step late to keep the device busy
-    window = _LogWindow()
-    for step in range(int(state.step), p.total_steps):
-        profiler.before(step)
-        state, metrics = compiled(state, next(batches), dropout_key)
-        profiler.after(step + 1, state)
-        if pending is not None:
-            _check_finite(pending, config.nan_policy, ckpt)
-        pending = (step + 1, metrics)
-        window.steps += 1
-        done = step + 1
-        stop.check(done)
-        if done % config.log_every_steps == 0 or done == p.total_steps:
-            _log_train_metrics(config, p, log, done, metrics, window, flops_per_step, ckpt)
-            window = _LogWindow()
-        if _evaluates_at(config, done, p.total_steps, validation is not None):
-            _check_finite(pending, config.nan_policy, ckpt)  # a non-finite step's state is never the best
-            _evaluate(done, p.objective.evaluated_params(state), log, evaluator, validation)
-        if (done % config.checkpoint_every_steps == 0 or done == p.total_steps or stop.raised
-                or done in config.keep_checkpoint_steps):
-            # Every step up to `done` verified finite before its state is saved: the one-step-late
-            # reads above have not seen this step yet. (The save waits for the step anyway.)
-            _check_finite(pending, config.nan_policy, ckpt)
-            _save(ckpt, done, state, ckpt_meta())
-        if stop.raised:
-            raise Preempted(f"{stop.raised} at step {done}; checkpoint saved, re-run the same command to resume")
-    if pending is not None:
-        _check_finite(pending, config.nan_policy, ckpt)
-    return state
-
-
 def _evaluates_at(config, done: int, total_steps: int, validating: bool) -> bool:
     """Whether the loop evaluates step `done`: every eval_every_steps, and with a validation split the
     last step too (a candidate for the best); without one the last step's test evaluation follows the loop."""
     scheduled = bool(config.eval_every_steps) and done % config.eval_every_steps == 0
     return scheduled or done == total_steps if validating else scheduled and done < total_steps
+
+
+def _saves_at(config, done: int, total_steps: int, stop) -> bool:
+    """Whether the loop saves step `done`: every checkpoint_every_steps, the last step, a step a branch
+    starts from (keep_checkpoint_steps), and the step a stop signal arrived at."""
+    return (done % config.checkpoint_every_steps == 0 or done == total_steps or bool(stop.raised)
+            or done in config.keep_checkpoint_steps)
 
 
 def _evaluate(done: int, params, log, evaluator, validation) -> None:
@@ -433,17 +431,18 @@ class _LogWindow:
         self.start, self.steps = time.time(), 0
 
 
-def _log_train_metrics(config, p: Plan, log, done: int, metrics, window: _LogWindow, flops_per_step, ckpt):
-    """Writes step `done`'s loss and throughput to the metrics log and prints them (after checking
-    them for NaN: these metrics are read now, not one step late)."""
+def _log_train_metrics(config, total_steps: int, log, step_metrics, window: _LogWindow, flops_per_step, finite):
+    """Writes a step's loss and throughput (`step_metrics`: (step, its metrics)) to the metrics log and
+    prints them, after checking them for NaN: these metrics are read now, not one step late."""
+    done, metrics = step_metrics
     scalars = jax.device_get(metrics)
-    _check_finite((done, scalars), config.nan_policy, ckpt)
+    finite.check(done, scalars)
     rate = window.steps * config.batch_size / (time.time() - window.start)
     scalars = {k: v for k, v in scalars.items() if k != "finite"}
     log.write(done, {**scalars, "img_per_sec": rate,
                      "gflops_per_sec": rate / config.batch_size * flops_per_step / 1e9})
-    eta = (p.total_steps - done) * config.batch_size / max(rate, 1e-9)
-    _say(f"step {done}/{p.total_steps} | loss {scalars['loss']:.4f} | {rate:,.0f} img/s | ETA {_duration(eta)}")
+    eta = (total_steps - done) * config.batch_size / max(rate, 1e-9)
+    _say(f"step {done}/{total_steps} | loss {scalars['loss']:.4f} | {rate:,.0f} img/s | ETA {_duration(eta)}")
 
 
 def _results(config, p: Plan, spec: StateSpec, state, final: dict, flops_per_step: float, *, wall: float) -> dict:
@@ -466,19 +465,35 @@ def _results(config, p: Plan, spec: StateSpec, state, final: dict, flops_per_ste
 _NAN_ADVICE = "Lower the learning rate or set grad_clip_norm"
 
 
-def _check_finite(pending, nan_policy, ckpt):
-    """Raises NonFiniteLoss under nan_policy='stop' when step `pending[0]` was not finite, naming the
-    newest checkpoint from before it (the loop saves no step before this check has passed it)."""
-    step, metrics = pending
-    # Read even under 'skip': reading one step late is what keeps the host from running far ahead.
-    if int(metrics["finite"]) or nan_policy == "skip":
-        return
-    good = [s for s in ckpt.steps() if s < step]
-    where = f"step {good[-1]} in {ckpt.directory}" if good else f"none (no checkpoint from before step {step})"
-    raise NonFiniteLoss(
-        f"non-finite loss or gradient at step {step}; the update was not applied, and nothing from this step "
-        f"on was saved. Last good checkpoint: {where}. {_NAN_ADVICE}, or set nan_policy='skip' to skip such "
-        f"steps.")
+class _FiniteCheck:
+    """Raises NonFiniteLoss under nan_policy='stop' at the first step whose loss or gradient was not
+    finite, naming the newest checkpoint from before it (the loop saves no step before this check has
+    passed it). Each step's flag is read one step late (`later`), which keeps the device busy and the
+    host from running far ahead; `now` reads the one still pending."""
+
+    def __init__(self, nan_policy: str, ckpt):
+        self._nan_policy, self._ckpt = nan_policy, ckpt
+        self._pending = None  # (step, metrics) not read yet
+
+    def later(self, step: int, metrics) -> None:
+        self.now()
+        self._pending = (step, metrics)
+
+    def now(self) -> None:
+        if self._pending is not None:
+            self.check(*self._pending)
+
+    def check(self, step: int, metrics) -> None:
+        # Read even under 'skip': reading one step late is what keeps the host from running far ahead.
+        if int(metrics["finite"]) or self._nan_policy == "skip":
+            return
+        good = [s for s in self._ckpt.steps() if s < step]
+        where = (f"step {good[-1]} in {self._ckpt.directory}" if good
+                 else f"none (no checkpoint from before step {step})")
+        raise NonFiniteLoss(
+            f"non-finite loss or gradient at step {step}; the update was not applied, and nothing from this "
+            f"step on was saved. Last good checkpoint: {where}. {_NAN_ADVICE}, or set nan_policy='skip' to "
+            f"skip such steps.")
 
 
 def _save(ckpt, step: int, state, meta: dict) -> None:
