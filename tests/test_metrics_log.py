@@ -7,7 +7,7 @@ from vitjax import metrics_log, rundir
 def test_metrics_rows_skip_a_line_cut_short(tmp_path):
     rows = [{"step": 1, "loss": 2.0}, {"step": 2, "loss": 1.5}]
     with open(rundir.file_path(str(tmp_path), rundir.METRICS), "w") as f:
-        f.write("".join(json.dumps(row) + "\n" for row in rows) + '{"step": 3, "lo')
+        f.write("".join(json.dumps(row) + "\n" for row in rows) + '5\n[]\n{"step": 3, "lo')  # edits, a cut
     assert metrics_log.read_metrics(str(tmp_path)) == rows
     assert metrics_log.read_metrics(str(tmp_path / "absent")) == []
 

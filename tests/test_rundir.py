@@ -50,7 +50,8 @@ def test_write_json_syncs_the_data_before_the_rename_and_the_rename_after(tmp_pa
     assert os.listdir(tmp_path) == [rundir.CONFIG]  # no temporary file left behind
 
 
-@pytest.mark.parametrize("text, what", [("", "it is empty"), ('{"lr": 0.', "it is not JSON")])
+@pytest.mark.parametrize("text, what", [("", "it is empty"), ('{"lr": 0.', "it is not JSON"),
+                                        ("[]", r"it holds \[\], JSON but not an object"), ("null", "it holds null")])
 def test_a_damaged_config_is_named_with_its_fix(tmp_path, text, what):
     (tmp_path / rundir.CONFIG).write_text(text)
     with pytest.raises(rundir.DamagedFileError, match=rf"{tmp_path}/config.json is damaged: {what}.* Fix: .*--force"):
@@ -81,12 +82,13 @@ def test_force_keeps_the_previous_config_and_results_in_history(tmp_path):
     assert again != kept and rundir.read_json(again, rundir.CONFIG) == {"lr": 0.2}
 
 
-def test_force_replaces_a_damaged_config_and_keeps_it(tmp_path):
-    (tmp_path / rundir.CONFIG).write_text("")
+@pytest.mark.parametrize("damaged", ["", "[]", "null"])
+def test_force_replaces_a_damaged_config_and_keeps_it(tmp_path, damaged):
+    (tmp_path / rundir.CONFIG).write_text(damaged)
     with pytest.raises(rundir.DamagedFileError):
         rundir.claim(str(tmp_path), ml_collections.ConfigDict({"lr": 0.1}), force=False)
     kept = rundir.claim(str(tmp_path), ml_collections.ConfigDict({"lr": 0.1}), force=True)
-    assert open(os.path.join(kept, rundir.CONFIG)).read() == ""
+    assert open(os.path.join(kept, rundir.CONFIG)).read() == damaged
     assert rundir.load_config(str(tmp_path)).lr == 0.1
 
 

@@ -9,16 +9,19 @@ from vitjax import rundir, storage
 
 
 def read_metrics(run_dir: str) -> list[dict]:
-    """The rows of metrics.jsonl, oldest first; a line cut short by a kill is skipped."""
+    """The rows of metrics.jsonl, oldest first; a line cut short by a kill, or one that holds no JSON
+    object (an edit), is skipped."""
     path = rundir.file_path(run_dir, rundir.METRICS)
     if not storage.exists(path):
         return []
     rows = []
     for line in storage.read_text(path).splitlines():
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError:
             continue
+        if isinstance(row, dict):
+            rows.append(row)
     return rows
 
 

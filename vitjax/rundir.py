@@ -96,21 +96,26 @@ _REPAIRS = {
 
 
 def read_json(run_dir: str, name: str) -> dict | None:
-    """The JSON file `name` of a run (or of a sweep's directory, which holds runs), or None if absent.
+    """The JSON object in the file `name` of a run (or of a sweep's directory, which holds runs), or None
+    if absent.
 
-    Raises DamagedFileError naming the file and how to get it back when it is empty or not JSON.
+    Raises DamagedFileError naming the file and how to get it back when it is empty, not JSON, or JSON
+    that is not an object (`[]`, `null`).
     """
     path = file_path(run_dir, name)
     if not storage.exists(path):
         return None
     raw = storage.read_bytes(path)
     try:
-        return json.loads(raw)
+        found = json.loads(raw)
     except ValueError as error:  # JSONDecodeError, and UnicodeDecodeError for bytes that are no text
         what = "it is empty" if not raw.strip() else f"it is not JSON ({error})"
-        raise DamagedFileError(f"{path} is damaged: {what}, probably cut short by a full disk or a crash "
-                               f"while it was written. Fix: {_REPAIRS.get(name, 'delete it or restore a copy')}"
-                               ) from None
+        what += ", probably cut short by a full disk or a crash while it was written"
+    else:
+        if isinstance(found, dict):
+            return found
+        what = f"it holds {json.dumps(found)[:40]}, JSON but not an object"
+    raise DamagedFileError(f"{path} is damaged: {what}. Fix: {_REPAIRS.get(name, 'delete it or restore a copy')}")
 
 
 def replace_file(path: str, text: str) -> None:
