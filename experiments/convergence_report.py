@@ -2,6 +2,7 @@ r"""The budget ladder's table and figure: accuracy against training length for e
 each point's converged budget marked (the rule: experiments/protocol.py's converged_rung).
 
     python experiments/convergence_report.py runs/convergence --out experiments/results/convergence
+    python experiments/convergence_report.py experiments/results/convergence runs/convergence --out ...  # parts merged
 
 Writes OUT/convergence.json (experiments/readouts.py's `convergence`), OUT/convergence.md (one row per
 family and size: each rung's epochs, best validation accuracy, test accuracy at that step, the gain
@@ -20,7 +21,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from vitjax.config import load_module  # noqa: E402
-from vitjax.sweep import table  # noqa: E402
 from vitjax.sweep.plots import FAMILY_NAME, FAMILY_STYLE  # noqa: E402
 
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -85,12 +85,13 @@ def figure(found: dict, path: str) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_dir", help="experiments/convergence.py's sweep (or results) directory")
+    parser.add_argument("sweep_dirs", nargs="+", help="experiments/convergence.py's sweep (or results) directories, "
+                                                      "one per part (e.g. the committed results and a new part)")
     parser.add_argument("--out", required=True, help="where the table, JSON and figure go")
     args = parser.parse_args(argv)
-    found = readouts.convergence(table.read(args.sweep_dir))
+    found = readouts.convergence(readouts.merged_rows(args.sweep_dirs))
     if not found:
-        sys.exit(f"no family and size in {args.sweep_dir} has two finished rungs yet")
+        sys.exit(f"no family and size in {' '.join(args.sweep_dirs)} has two finished rungs yet")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "convergence.json"), "w") as f:
         json.dump(found, f, indent=1)

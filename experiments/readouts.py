@@ -397,6 +397,21 @@ def segmentation_arm(path) -> dict:
                    "how": f"per-image paired differences over {len(dino)} images (Jaccard units)"}}
 
 
+def merged_rows(sweep_dirs) -> list[dict]:
+    """The rows of several sweep (or results) directories that hold parts of one study, one per run name:
+    a finished run wins over the same name pending in another directory; two finished runs of one name
+    are an error (which one counts would be a choice made after the results exist)."""
+    by_name = {}
+    for sweep_dir in sweep_dirs:
+        for row in table.read(sweep_dir):
+            kept = by_name.get(row["name"])
+            if kept is None or kept.get("status") != "finished":
+                by_name[row["name"]] = row
+            elif row.get("status") == "finished":
+                raise ValueError(f"{row['name']} finished in two of {list(sweep_dirs)}: keep one of them")
+    return list(by_name.values())
+
+
 def ladders(rows) -> dict:
     """{(family, size): {seed: {multiple: row}}} of a budget ladder's finished runs (experiments/convergence.py),
     a run's multiple being its steps over the protocol's budget at its size."""
@@ -517,8 +532,9 @@ def main(argv=None) -> int:
     parser.add_argument("--knn_vit", nargs="+", help="the plain arm's ViT run directories with their knn_n<N>_s<S>.json")
     parser.add_argument("--segmentation", help="cls_segmentation.json of `vitjax analyze` on the DINO run, --beside "
                                                "the plain arm's 55k ViT")
-    parser.add_argument("--convergence", help="experiments/convergence.py's sweep (or results) directory: the budget "
-                                              "ladder and C1-C4 at each family's converged budget")
+    parser.add_argument("--convergence", nargs="+", help="experiments/convergence.py's sweep (or results) directories "
+                                                         "(its parts): the budget ladder and C1-C4 at each family's "
+                                                         "converged budget")
     parser.add_argument("--tuning", help="experiments/tuning.py's sweep (or results) directory: each family's pick")
     parser.add_argument("--out", help="write the read-outs as JSON here")
     parser.add_argument("--markdown", action="store_true", help="also print the plain arm's table (markdown)")
@@ -548,7 +564,7 @@ def main(argv=None) -> int:
     if args.segmentation:
         found.update(segmentation_arm(args.segmentation))
     if args.convergence:
-        found.update(converged_arm(table.read(args.convergence)))
+        found.update(converged_arm(merged_rows(args.convergence)))
     if args.tuning:
         for name, point in tuning(table.read(args.tuning)).items():
             edges = f"; on the grid edge: {', '.join(point['edges'])}" if point["edges"] else ""

@@ -368,6 +368,24 @@ def test_two_seeds_may_come_from_two_hosts_but_not_one_seed():
         readouts.converged_arm(table)
 
 
+def _write_table(path, rows):
+    path.mkdir()
+    (path / "results.json").write_text(json.dumps({"columns": sorted(rows[0]), "runs": rows}))
+    return str(path)
+
+
+def test_parts_of_a_study_merge_by_run_name_a_finished_run_over_a_pending_one(tmp_path):
+    committed = [ladder_row("vit", 550, 0, 1, 65.0, 64.9), ladder_row("vit", 550, 0, 2, 65.3, 65.5)]
+    pending = {**ladder_row("vit", 550, 0, 2, 0.0, 0.0), "status": "pending"}
+    new_part = [pending, ladder_row("bit", 550, 0, 1, 70.0, 70.1)]
+    rows = readouts.merged_rows([_write_table(tmp_path / "a", committed), _write_table(tmp_path / "b", new_part)])
+    assert sorted(r["name"] for r in rows) == ["bit_n550_s0_x1", "vit_n550_s0_x1", "vit_n550_s0_x2"]
+    assert all(r["status"] == "finished" for r in rows)
+    again = _write_table(tmp_path / "c", [ladder_row("vit", 550, 0, 1, 66.0, 66.0)])
+    with pytest.raises(ValueError, match="vit_n550_s0_x1 finished in two"):
+        readouts.merged_rows([str(tmp_path / "a"), again])
+
+
 def test_seeds_to_decide_from_the_observed_effect_and_spread():
     # Q = 1.0, sd = 0.5: n = 3 gives t(0.975, 2) 0.5 / sqrt(3) = 1.24 > 1; n = 4: 3.182 x 0.25 = 0.80 < 1.
     assert readouts.seeds_to_decide({"q": 1.0, "per_seed": [0.5, 1.0, 1.5]}) == 4
