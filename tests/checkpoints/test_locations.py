@@ -1,5 +1,6 @@
 """Where a run's checkpoints live, and reading a run's parameters however the run is named."""
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -97,3 +98,18 @@ def test_checkpoint_params_from_each_way_of_naming_a_run(tmp_path):
         assert isinstance(params["w"], np.ndarray)
         np.testing.assert_array_equal(params["w"], [step, step])
 
+
+
+def test_a_run_whose_checkpoints_were_deleted_is_named_so_not_as_untrained(trained_tiny_run, tmp_path):
+    from vitjax import cli
+
+    run_dir = str(tmp_path / "run")
+    shutil.copytree(trained_tiny_run, run_dir)
+    shutil.rmtree(locations.checkpoint_dir(run_dir))
+    with pytest.raises(SystemExit, match=r"though the run trained to step 2 .*deleted or moved. Fix: put them back"):
+        cli.main(["eval", "--workdir", run_dir])
+    with pytest.raises(FileNotFoundError, match="deleted or moved"):
+        reader.read_params(run_dir)
+    untrained = _run_dir(tmp_path / "untrained")
+    with pytest.raises(FileNotFoundError, match="has not saved one yet; train it further"):
+        reader.read_params(str(untrained))

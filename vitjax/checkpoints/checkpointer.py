@@ -61,8 +61,7 @@ class Checkpointer:
         self._read_only = read_only
         self._config = config
         if read_only and not storage.isdir(self.directory):
-            raise FileNotFoundError(f"no checkpoint in {self.directory}: the run has not saved one yet; "
-                                    f"train it further, or pass another run or checkpoint")
+            raise locations.nothing_saved(self.directory)
         self._manager = self._open()
 
     def _open(self):

@@ -11,7 +11,7 @@ directory listings are read: the sweep and the CLI find checkpoints without open
 import dataclasses
 import time
 
-from vitjax import rundir, storage
+from vitjax import metrics_log, rundir, storage
 
 CHECKPOINTS = "checkpoints"
 BEST_CHECKPOINT = "checkpoint_best"  # {'params': ...} of the best validation step, beside checkpoints/
@@ -113,6 +113,21 @@ def chosen_step(location: Location) -> int:
         return location.step
     steps = checkpoint_steps(location.checkpoint_dir)
     if not steps:
-        raise FileNotFoundError(f"no checkpoint in {location.checkpoint_dir}: the run has not saved one yet; "
-                                f"train it further, or pass another run or checkpoint")
+        raise nothing_saved(location.checkpoint_dir)
     return steps[-1]
+
+
+def nothing_saved(directory: str) -> FileNotFoundError:
+    """The error for a checkpoints directory with no step: a run that has not saved one yet, or one whose
+    metrics show it trained (its checkpoints were deleted or moved, and training further would not
+    bring them back)."""
+    run_dir = storage.dirname(storage.absolute(directory))
+    trained = max((row["step"] for row in metrics_log.read_metrics(run_dir) if isinstance(row.get("step"), int)),
+                  default=0)
+    if trained:
+        return FileNotFoundError(
+            f"no checkpoint in {directory}, though the run trained to step {trained} "
+            f"({rundir.file_path(run_dir, rundir.METRICS)}): its checkpoints were deleted or moved. Fix: put "
+            f"them back, or train it again from scratch: vitjax train --workdir {run_dir} --force")
+    return FileNotFoundError(f"no checkpoint in {directory}: the run has not saved one yet; "
+                             f"train it further, or pass another run or checkpoint")
