@@ -129,6 +129,39 @@ def test_sigterm_or_a_first_ctrl_c_saves_the_current_step_and_exits_preempted(un
     _assert_bitwise_equal(_final_params(tmp_path), _final_params(uninterrupted))
 
 
+def _two_steps():
+    config = tiny_config.get_config("steps=2")
+    config.warmup_steps = 1
+    return config
+
+
+def test_a_stop_signal_while_compiling_ends_at_the_first_step_boundary_as_preempted(tmp_path, monkeypatch):
+    compile_for_real = trainer._compile_and_describe
+
+    def interrupted(*args):
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler is installed before the trainer compiles
+        return compile_for_real(*args)
+
+    monkeypatch.setattr(trainer, "_compile_and_describe", interrupted)
+    with pytest.raises(preemption.Preempted, match="SIGTERM before step 1; nothing new to save"):
+        trainer.train(_two_steps(), str(tmp_path))
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is gone with the run
+    assert not locations.checkpoint_steps(locations.checkpoint_dir(str(tmp_path)))
+
+
+def test_a_stop_signal_during_the_final_evaluation_lets_the_run_finish(tmp_path, monkeypatch, capsys):
+    evaluate_for_real = trainer._final_evaluations
+
+    def interrupted(*args):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return evaluate_for_real(*args)
+
+    monkeypatch.setattr(trainer, "_final_evaluations", interrupted)
+    results = trainer.train(_two_steps(), str(tmp_path))
+    assert results["steps"] == 2 and rundir.read_json(str(tmp_path), rundir.RESULTS) == results
+    assert "SIGTERM during the final evaluation: the last step is saved; finishing" in capsys.readouterr().out
+
+
 def test_a_second_ctrl_c_stops_at_once():
     """In this process: two SIGINTs sent back to back reach Python's handler as one, so the subprocess
     tests above cannot time a second one."""

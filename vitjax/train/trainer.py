@@ -199,17 +199,19 @@ def train(config, workdir: str, *, force: bool = False, runtime: xla_cpu.Choices
         _say(f"{workdir} is finished: {_summary(finished)}")
         return finished
     validate.writable_workdir(workdir)
-
-    p = plan(config, runtime, workdir)
-    held = _lock(workdir)
-    try:
-        return _train_locked(config, workdir, p, force)
-    finally:
+    with contextlib.ExitStack() as on_exit:
+        # Installed before planning and compiling, which take up to minutes: a stop signal then ends the
+        # run at the first step boundary with status 75 instead of killing it (143) without a word.
+        stop = _StopFlag()
+        on_exit.callback(stop.restore)
+        p = plan(config, runtime, workdir)
+        held = _lock(workdir)
         if held is not None:
-            held.release()
+            on_exit.callback(held.release)
+        return _train_locked(config, workdir, p, force, stop)
 
 
-def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
+def _train_locked(config, workdir: str, p: Plan, force: bool, stop: "_StopFlag") -> dict:
     """`train` once the workdir is this trainer's, in five sections as big_vision's train.py reads:
     set up, restore (or initialise), loop (step, log, evaluate, checkpoint), evaluate, finish."""
     # --- Set up: the workdir becomes this run's; the state's shapes, the keys, the compiled step.
@@ -233,12 +235,13 @@ def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
         if validation is not None:
             on_exit.callback(validation.close)
         log = on_exit.enter_context(contextlib.closing(_metrics_log(workdir, first_step, p.total_steps)))
-        stop = _StopFlag()
-        on_exit.callback(stop.restore)
         profiler = on_exit.enter_context(contextlib.closing(profile.Window(config.profile_steps, workdir,
                                                                            first_step)))
         batches = _train_batches(config, first_step, batch_sharding)
         finite = _FiniteCheck(config.nan_policy, ckpt)
+        if stop.raised:  # it arrived while planning, restoring or compiling: no step trained, nothing to save
+            raise Preempted(f"{stop.raised} before step {first_step + 1}; nothing new to save, re-run the same "
+                            f"command to resume")
 
         # --- Loop: one compiled step at a time; log, evaluate and save on the config's schedule.
         window = _LogWindow()
@@ -265,6 +268,7 @@ def _train_locked(config, workdir: str, p: Plan, force: bool) -> dict:
         finite.now()
 
         # --- Evaluate: the final parameters on the test split; with a validation split, the best step's.
+        stop.finishing = True
         final = _final_evaluations(p, p.objective.evaluated_params(state), log, evaluator, validation)
 
     # --- Finish: results.json marks the run finished.
@@ -534,10 +538,14 @@ class _StopFlag:
     the same step together. There JAX's preemption service (started by jax.distributed.initialize)
     catches SIGTERM itself and agrees on one step for every process; `check(step)` asks it, and Ctrl-C
     keeps Python's default (a terminal reaches one host only).
+
+    A signal during the final evaluation (`finishing`, after the last step's checkpoint) lets it finish:
+    the run ends finished, status 0; a second Ctrl-C still stops at once.
     """
 
     def __init__(self):
         self.raised = None  # the signal's name once one arrived
+        self.finishing = False
         self._shared = jax.process_count() > 1 and jax.config.jax_enable_preemption_service
         self._previous = {} if self._shared else {
             sig: signal.signal(sig, self._handle) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -546,10 +554,14 @@ class _StopFlag:
         if signum == signal.SIGINT and self.raised == "Ctrl-C":
             signal.signal(signal.SIGINT, signal.default_int_handler)
             raise KeyboardInterrupt("a second Ctrl-C: stopped without saving")
-        if signum == signal.SIGINT:
+        name = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
+        if self.finishing:
+            print(f"{name} during the final evaluation: the last step is saved; finishing the evaluation",
+                  flush=True)
+        elif signum == signal.SIGINT:
             print("Ctrl-C: saving this step's checkpoint, then stopping (Ctrl-C again stops at once, unsaved)",
                   flush=True)
-        self.raised = self.raised or ("Ctrl-C" if signum == signal.SIGINT else "SIGTERM")
+        self.raised = self.raised or name
 
     def check(self, step: int) -> None:
         if self._shared and multihost_utils.reached_preemption_sync_point(step):
