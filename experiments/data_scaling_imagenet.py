@@ -59,8 +59,8 @@ FEWSHOT = {"shots": (1, 5, 10, 25), "seeds": 3, "max_test_examples": None,
            "data": {"name": "imagenet2012", "train_split": "train", "test_split": "validation"}}
 
 MODELS = {  # (config, its warmup steps, which :scale shortens too)
-    "vit_b16": ("configs/imagenet/vit_b16.py", 10_000),
-    "bit_r50x1": ("configs/imagenet/bit_r50x1.py", 5_000),
+    "vit_b16": ("configs/imagenet/vit_b16.py:data=imagenet21k", 10_000),
+    "bit_r50x1": ("configs/imagenet/bit_r50x1.py:data=imagenet21k", 5_000),
 }
 
 

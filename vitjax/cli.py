@@ -13,6 +13,7 @@
     vitjax bench --config configs/<file>.py[:arg] [--config.key=value ...] [--rounds 7] [--out bench.json]
 """
 import argparse
+import logging
 import os
 import sys
 
@@ -183,8 +184,20 @@ def _export(args):
 
 def _data(args):
     from vitjax import data
-    path = data.prepare(args.name, data_dir=args.data_dir, download=args.download)
+    try:
+        path = data.prepare(args.name, data_dir=args.data_dir, download=args.download)
+    except (ValueError, FileNotFoundError) as error:  # DataError, MissingDataError: the message names the fix
+        sys.exit(f"vitjax data prepare: error: {error}")
     print(f"{args.name} is ready in {path}")
+
+
+# Warnings of the stack that tell a vitjax user nothing: orbax announces every read-only open (each
+# `vitjax eval`, few-shot probe and teacher reads one), tfds a dataset folder it is looking into.
+_LOG_NOISE = ("Given directory is read only=%s", "Variant folder %s has no %s")
+
+
+def _not_noise(record) -> bool:
+    return record.msg not in _LOG_NOISE
 
 
 def main(argv=None):
@@ -193,6 +206,7 @@ def main(argv=None):
         if argv and argv[0] in XLA_HEAVY_COMMANDS:
             xla_cpu.reexec_under_tcmalloc()  # the allocator must be chosen before anything else runs
     tensorflow_startup.skip_keras()  # before any command imports TensorFlow
+    logging.getLogger("absl").addFilter(_not_noise)  # absl's Python logger, which orbax and tfds write to
     parser = argparse.ArgumentParser(prog="vitjax", description="Vision Transformers and BiT in JAX/Flax.")
     commands = parser.add_subparsers(dest="command", required=True)
     _train_args(commands.add_parser("train", help="train a model from a config file into a workdir",

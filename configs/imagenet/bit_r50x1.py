@@ -1,13 +1,13 @@
 r"""BiT-M R50x1 pre-training, the BiT recipe (Kolesnikov et al. 2020, Section 3.2 "Upstream Pre-Training").
 
-    vitjax train --config configs/imagenet/bit_r50x1.py --workdir /mnt/shared/runs/bit_r50x1_i21k
-    vitjax train --config configs/imagenet/bit_r50x1.py:data=imagenet2012 --workdir /mnt/shared/runs/bit_r50x1_i1k
+    vitjax train --config configs/imagenet/bit_r50x1.py --workdir /mnt/shared/runs/bit_r50x1_i1k
+    vitjax train --config configs/imagenet/bit_r50x1.py:data=imagenet21k --workdir /mnt/shared/runs/bit_r50x1_i21k
 Expected (the paper's figure; not measured with vitjax, no accelerator run of this config exists
 yet): ImageNet-21k, 90 epochs -> about 80% ImageNet top-1 after BiT-HyperRule fine-tuning (BiT-M
 R50x1 in the BiT paper).
 
-Arguments: `variant` (a BiT size, e.g. R101x1), `data` ('imagenet21k' or 'imagenet2012'), `epochs`,
-`split` (the one split of your ImageNet-21k builder).
+Arguments: `variant` (a BiT size, e.g. R101x1), `data` ('imagenet2012', the default, or 'imagenet21k'),
+`epochs`, `split` (the one split of your ImageNet-21k builder).
 
 The recipe, the same for BiT-S (ImageNet) and BiT-M (ImageNet-21k), from Section 3.2: SGD with momentum
 0.9, batch 4096, lr 0.03 * batch / 256, 5k steps of linear warmup, weight decay 1e-4, 90 epochs, no
@@ -30,7 +30,7 @@ _vit = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "vit
 
 
 def get_config(arg=None):
-    arg = parse_arg(arg, variant="R50x1", data="imagenet21k", epochs=90.0, split="full")
+    arg = parse_arg(arg, variant="R50x1", data="imagenet2012", epochs=90.0, split="full")
     if arg.data not in _vit.RECIPES:
         raise ValueError(f"data={arg.data!r}: the splits are known for {', '.join(_vit.RECIPES)}")
     c = base()

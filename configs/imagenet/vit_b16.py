@@ -1,13 +1,14 @@
 r"""ViT-B/16 pre-training at 224, the ViT paper's recipes (Dosovitskiy et al. 2021, Table 3 / Appendix B.1).
 
-    vitjax train --config configs/imagenet/vit_b16.py --workdir /mnt/shared/runs/vit_b16_i21k
-    vitjax train --config configs/imagenet/vit_b16.py:data=imagenet2012 --workdir /mnt/shared/runs/vit_b16_i1k
+    vitjax train --config configs/imagenet/vit_b16.py --workdir /mnt/shared/runs/vit_b16_i1k
+    vitjax train --config configs/imagenet/vit_b16.py:data=imagenet21k --workdir /mnt/shared/runs/vit_b16_i21k
 Expected (the paper's figures; not measured with vitjax, no accelerator run of this config exists yet):
 ImageNet-21k, 90 epochs -> about 84% ImageNet top-1 after fine-tuning at 384
 (configs/finetune/vit_b16.py; paper Table 5). ImageNet-1k alone is the paper's small-data point,
 where ViT-B/16 stays below 80% and BiT wins (Fig. 3).
 
-Arguments: `data` ('imagenet2012' or 'imagenet21k'; picks the recipe), `epochs` (0: the recipe's),
+Arguments: `data` ('imagenet2012', the default: tfds has its builder, or 'imagenet21k', which needs a
+builder of your own; picks the recipe), `epochs` (0: the recipe's),
 `split` (the one split of your ImageNet-21k builder), `sharding` ('data', 'fsdp' or 'fsdp_tp').
 
 The recipe per dataset (`RECIPES`), each number from the paper:
@@ -63,7 +64,7 @@ def imagenet_data(c, dataset, split="full"):
 
 
 def get_config(arg=None):
-    arg = parse_arg(arg, data="imagenet21k", epochs=0.0, split="full", sharding="data")
+    arg = parse_arg(arg, data="imagenet2012", epochs=0.0, split="full", sharding="data")
     if arg.data not in RECIPES:
         raise ValueError(f"data={arg.data!r}: the recipes are for {', '.join(RECIPES)}")
     recipe = RECIPES[arg.data]

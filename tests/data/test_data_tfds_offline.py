@@ -132,7 +132,7 @@ def test_unknown_and_unprepared_tfds_names_fail_without_network(tmp_path):
 
 
 def test_missing_debian_files_say_how_to_get_them(tmp_path):
-    with pytest.raises(data.MissingDataError, match=r"apt-get install dataset-fashion-mnist.*download=True"):
+    with pytest.raises(data.MissingDataError, match=r"apt-get install dataset-fashion-mnist.*vitjax data prepare fashion_mnist --download"):
         fashion_mnist_offline.prepare_offline(str(tmp_path / "tfds"), raw_dir=str(tmp_path / "nowhere"))
 
 
@@ -150,4 +150,20 @@ def test_a_prepared_dataset_without_a_registered_builder_is_read_from_its_direct
     assert data.get_info({**cfg, "name": f"my_fashion:{version}"}).num_train == 1000  # a version named
     with pytest.raises(data.DataError, match=r"not a prepared tfds dataset in data_dir"):
         data.get_info({**cfg, "name": "my_fashion:9.9.9"})
+    assert not attempts
+
+
+@pytest.mark.parametrize("name, fix", [
+    ("mnist", r"`vitjax data prepare mnist --download` downloads and prepares it \(needs internet\)"),
+    ("imagenet2012", r"tfds cannot download it: put its files in .*/downloads/manual .* then run `vitjax data "
+                     r"prepare imagenet2012`"),
+])
+def test_data_prepare_without_its_files_says_how_in_one_line(tmp_path, monkeypatch, name, fix):
+    from vitjax import cli
+
+    attempts = _block_network(monkeypatch)
+    with pytest.raises(SystemExit, match=rf"vitjax data prepare: error: tfds dataset '{name}' is not prepared .*{fix}"):
+        cli.main(["data", "prepare", name, "--data_dir", str(tmp_path)])
+    with pytest.raises(data.MissingDataError, match=fix):  # what training on it says
+        data.get_info(dict(name=name, data_dir=str(tmp_path)))
     assert not attempts

@@ -47,6 +47,14 @@ def test_a_missing_beside_directory_is_named_before_drawing(tmp_path):
     assert not (tmp_path / "swin" / "figures").exists()
 
 
+def test_a_directory_without_finished_runs_is_an_error_and_draws_nothing(tmp_path):
+    (tmp_path / "empty").mkdir()
+    run = subprocess.run([sys.executable, "-m", "vitjax", "plot", str(tmp_path / "empty")],
+                         capture_output=True, text=True)
+    assert run.returncode == 1 and "vitjax plot: error: no finished runs in" in run.stderr, run.stderr
+    assert "skipped" not in run.stdout and not (tmp_path / "empty" / "figures").exists()
+
+
 def test_two_arms_of_one_model_are_told_apart_by_their_run_names_and_colours():
     """deit and deitaug students share a model name: their lines say which arm, in colours no family uses."""
     from vitjax.sweep import aggregate

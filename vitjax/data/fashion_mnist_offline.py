@@ -86,7 +86,7 @@ def prepare_offline(data_dir, raw_dir=DEBIAN_DIR):
         raise MissingDataError(
             f"Fashion-MNIST raw files {missing} not found in {raw_dir}. Offline: `apt-get install "
             f"dataset-fashion-mnist` (Debian/Ubuntu) puts them there. With internet access: "
-            f"`vitjax.data.prepare('fashion_mnist', download=True)` runs the ordinary tfds download."
+            f"`vitjax data prepare fashion_mnist --download` runs the ordinary tfds download."
         )
     builder = OfflineFashionMNIST(data_dir=data_dir)
     builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=raw_dir))

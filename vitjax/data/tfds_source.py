@@ -83,27 +83,54 @@ def prepared_builder(name, data_dir):
     builder = _builder(name, data_dir)
     if not builder.is_prepared():
         raise MissingDataError(
-            f"tfds dataset {name!r} is not prepared in {data_dir}. Training never downloads; prepare it first "
-            f"with `vitjax data prepare {name}` (python: vitjax.data.prepare({name!r}, download=True)), or "
-            f"point data_dir / $TFDS_DATA_DIR at a directory where it is prepared."
+            f"tfds dataset {name!r} is not prepared in {data_dir}. Training never downloads; prepare it first: "
+            f"{_how_to_prepare(builder, name, data_dir)}; or point data_dir / $TFDS_DATA_DIR at a directory "
+            f"where it is prepared."
         )
     return builder
+
+
+def _manual_dir(data_dir):
+    return os.path.join(data_dir, "downloads", "manual")  # where tfds looks for files it cannot download
+
+
+def _how_to_prepare(builder, name, data_dir) -> str:
+    """The command that prepares `name`, and for a dataset tfds cannot download where its files go."""
+    instructions = getattr(builder, "MANUAL_DOWNLOAD_INSTRUCTIONS", None)
+    if instructions:
+        return (f"tfds cannot download it: put its files in {_manual_dir(data_dir)} (tfds: "
+                f"{' '.join(instructions.split())[:300]}), then run `vitjax data prepare {name}`")
+    return f"`vitjax data prepare {name} --download` downloads and prepares it (needs internet)"
 
 
 def prepare(name, data_dir=None, download=False):
     """Makes `name` loadable from data_dir and returns that directory.
 
-    Fashion-MNIST: offline from the Debian package unless download=True. Other datasets: download=True runs
-    the ordinary tfds download_and_prepare (network; manual-download datasets such as imagenet2012 need their
-    files in <data_dir>/downloads/manual first, as tfds explains).
+    Fashion-MNIST: offline from the Debian package unless download=True. A dataset tfds cannot download
+    (imagenet2012) is prepared offline from its files in <data_dir>/downloads/manual. Other datasets need
+    download=True: the ordinary tfds download_and_prepare (network). Raises MissingDataError saying which
+    of these to do when it cannot.
     """
     if name == "synthetic" or name.startswith(("folder:", "npz:")):
         raise DataError(f"{name!r} is read directly; only tfds datasets need preparing.")
     data_dir = resolve_data_dir(data_dir)
-    if download:
-        _builder(name, data_dir).download_and_prepare()
-    else:
+    if name == "fashion_mnist" and not download:
         prepared_builder(name, data_dir)
+        return data_dir
+    builder = _builder(name, data_dir)
+    if builder.is_prepared():
+        return data_dir
+    if getattr(builder, "MANUAL_DOWNLOAD_INSTRUCTIONS", None):
+        manual_dir = _manual_dir(data_dir)
+        if not os.path.isdir(manual_dir) or not os.listdir(manual_dir):
+            raise MissingDataError(f"tfds dataset {name!r} is not prepared in {data_dir} and "
+                                   f"{_how_to_prepare(builder, name, data_dir)}")
+        builder.download_and_prepare(download_config=tfds.download.DownloadConfig(manual_dir=manual_dir))
+    elif download:
+        builder.download_and_prepare()
+    else:
+        raise MissingDataError(f"tfds dataset {name!r} is not prepared in {data_dir}: "
+                               f"{_how_to_prepare(builder, name, data_dir)}")
     return data_dir
 
 

@@ -470,6 +470,9 @@ def plot(sweep_dir: str, out: str | None = None, beside=(), title: str | None = 
     for path in beside:
         names = {r["name"] for r in rows}
         rows += [r for r in table.read(path) if r.get("status") == "finished" and r["name"] not in names]
+    if not rows:
+        raise FileNotFoundError(f"no finished runs in {' '.join([sweep_dir, *beside])}: pass a sweep's --workdir "
+                                f"(it holds {table.JSON} or run directories with {rundir.RESULTS})")
     meta = rundir.read_json(sweep_dir, table.SWEEP) or {}
     if title:
         meta = {**meta, "title": title}
