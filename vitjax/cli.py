@@ -30,6 +30,9 @@ def _train_args(parser) -> None:
     parser.add_argument("--config", required=True, metavar="FILE[:ARG]",
                         help="Training config file (configs/...py[:arg]).")
     parser.add_argument("--workdir", required=True, help="Directory for checkpoints, logs and results.")
+    parser.add_argument("--steps", type=int, default=None, metavar="N",
+                        help="Train N steps whatever the config's duration, a tenth of them warmup (a smoke run); "
+                             "recorded in the run's config like any override.")
     parser.add_argument("--force", action="store_true",
                         help="Resume a workdir even if its config differs, or redo a finished run; the previous "
                              "config and results are kept in WORKDIR/history/.")
@@ -96,6 +99,9 @@ def _train(args):
         # can use (the CPU choices below divide by some), fails at once.
         config = load_config(args.config)
         apply_overrides(config, args.overrides)
+        if args.steps is not None:
+            from vitjax import durations
+            durations.set_steps(config, args.steps)
         validate.config(config)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax train: error: {error}")

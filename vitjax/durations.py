@@ -37,6 +37,16 @@ def steps_of(config, prefix: str, *, num_train_examples: int, batch_size: int, r
     return -(-examples // batch_size)  # a partial last batch is a step
 
 
+def set_steps(config, steps: int) -> None:
+    """Makes `config` last `steps` optimiser steps whatever its own duration, a tenth of them warmup:
+    `vitjax train --steps N`, a short run (a smoke test of a config) in one flag."""
+    if steps < 1:
+        raise ValueError(f"--steps must be at least 1, got {steps}")
+    for prefix, value in (("total", steps), ("warmup", steps // 10)):
+        for unit in DURATION_UNITS:
+            config[f"{prefix}_{unit}"] = type(config[f"{prefix}_{unit}"])(value if unit == "steps" else 0)
+
+
 def cooldown_of(fraction: float, total_steps: int) -> int:
     """The steps of a warmup-stable-decay run's final decay: round(fraction x total_steps)."""
     return round(fraction * total_steps)

@@ -83,7 +83,7 @@ class MetricsLog:
                     self._scalar(name, value)
         line = json.dumps({"step": step, **scalars}) + "\n"
         if self._text is None:
-            with open(self._path, "a") as f:
+            with os.fdopen(rundir.open_run_file(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a") as f:
                 f.write(line)
         else:
             self._text += line

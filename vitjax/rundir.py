@@ -27,6 +27,7 @@ without a temporary file, and history moves copy and then delete.
 This module sits low in the package graph (it imports vitjax/storage.py and vitjax/config_compare.py),
 so train, evaluate, analysis and sweep can all read runs through it.
 """
+import errno
 import itertools
 import json
 import os
@@ -116,6 +117,19 @@ def read_json(run_dir: str, name: str) -> dict | None:
             return found
         what = f"it holds {json.dumps(found)[:40]}, JSON but not an object"
     raise DamagedFileError(f"{path} is damaged: {what}. Fix: {_REPAIRS.get(name, 'delete it or restore a copy')}")
+
+
+def open_run_file(path: str, flags: int) -> int:
+    """os.open of a run's file (a lock, a log appended to) that never follows a symbolic link: opened
+    through one, a lock's truncation or a log's append would change whatever file the link names.
+    Raises OSError (ELOOP) naming the path and the fix."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW, 0o644)
+    except OSError as error:
+        if error.errno != errno.ELOOP:
+            raise
+        raise OSError(errno.ELOOP, "a symbolic link, which vitjax never writes through (it would change the file "
+                                   "it points to); remove the link", path) from None
 
 
 def replace_file(path: str, text: str) -> None:

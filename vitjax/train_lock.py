@@ -62,7 +62,7 @@ def lock(run_dir: str) -> Lock:
         return _advisory_lock(run_dir)
     os.makedirs(run_dir, exist_ok=True)
     path = rundir.file_path(run_dir, rundir.LOCK)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = rundir.open_run_file(path, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

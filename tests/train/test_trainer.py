@@ -116,6 +116,18 @@ def test_cli_rejects_a_config_typo_before_training(tmp_path):
     assert not (tmp_path / "w").exists()
 
 
+def test_steps_flag_makes_a_short_run_of_any_config_in_one_flag(tmp_path, capsys):
+    from vitjax import cli
+
+    workdir = str(tmp_path / "smoke")  # the tiny config's own 30 steps have a 5-step warmup: too long for 3
+    cli.main(["train", "--config", TINY, "--workdir", workdir, "--steps", "3", "--config.eval_every_steps=0"])
+    assert "after 3 steps" in capsys.readouterr().out
+    config = rundir.load_config(workdir)
+    assert (config.total_steps, config.total_epochs, config.warmup_steps) == (3, 0.0, 0)
+    with pytest.raises(SystemExit, match="--steps must be at least 1"):
+        cli.main(["train", "--config", TINY, "--workdir", str(tmp_path / "none"), "--steps", "0"])
+
+
 @pytest.mark.parametrize("key, value, message", [
     ("model.patch_size", 5, "not divisible by patch_size=5"),
     ("model.num_heads", 3, "not divisible by num_heads=3"),

@@ -25,7 +25,7 @@ def acquire(run_dir: str) -> int | None:
     """Takes the run's lock; returns its file descriptor (keep it open while working on the run, then
     `release` it), or None when another process holds it. Creates the run directory."""
     os.makedirs(run_dir, exist_ok=True)
-    fd = os.open(rundir.file_path(run_dir, rundir.SWEEP_LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    fd = rundir.open_run_file(rundir.file_path(run_dir, rundir.SWEEP_LOCK), os.O_RDWR | os.O_CREAT)
     deadline = time.monotonic() + _ACQUIRE_PATIENCE_SECONDS
     while True:
         try:

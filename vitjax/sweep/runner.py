@@ -102,7 +102,10 @@ def todo(run_dir: str, probes: dict, expected: dict | None = None) -> str:
     if table.stale_differences(run_dir, expected):
         return "stale"
     trained = rundir.exists(run_dir, rundir.RESULTS)
-    failed = rundir.read_json(run_dir, rundir.FAILED) or {}
+    try:
+        failed = rundir.read_json(run_dir, rundir.FAILED) or {}
+    except rundir.DamagedFileError:  # cut short (by an older vitjax, or a full disk): a failure of unknown stage
+        failed = {"stage": "unknown"}
     if trained and failed.get("stage") != "train":
         return "fewshot" if missing_probes(run_dir, probes) else "skip"
     return "train"
@@ -386,7 +389,7 @@ def _subprocess(argv, log_path, env, live, lock) -> tuple[int, float, str]:
     start = time.time()
     if live.stopping:  # the sweep is being interrupted: start nothing new
         return PREEMPTED_EXIT_CODE, 0.0, ""
-    with open(log_path, "a") as log:
+    with os.fdopen(rundir.open_run_file(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT), "a") as log:
         offset = log.tell()
         log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {_shell(argv)}\n")
         log.flush()
@@ -410,8 +413,7 @@ def _record_failure(run_dir, stage, error, trace, code, argv, log) -> str:
     payload = {"stage": stage, "error": error, "traceback": trace, "returncode": code,
                "command": _shell(argv) if argv else "", "time": time.strftime("%Y-%m-%d %H:%M:%S")}
     os.makedirs(run_dir, exist_ok=True)
-    with open(rundir.file_path(run_dir, rundir.FAILED), "w") as f:
-        json.dump(payload, f, indent=1)
+    rundir.write_json(run_dir, rundir.FAILED, payload)  # whole or not at all: the next sweep reads it
     return error
 
 
