@@ -95,14 +95,7 @@ def base() -> ml_collections.ConfigDict:
     # 'distillation' (DeiT: a student with model.distillation_token learns from a frozen teacher too) or
     # 'dino' (below).
     c.objective = "supervised"
-    c.distillation = ml_collections.ConfigDict(dict(
-        teacher="",  # a vitjax run directory (or one of its checkpoints), or an official .npz
-        type="hard",  # 'hard': the teacher's argmax as the distillation head's label; 'soft': KL at temperature
-        temperature=1.0,  # soft only: T; the KL term is scaled by T^2
-        alpha=0.5,  # weight of the distillation term; the labels' term gets 1 - alpha
-        model_name="",  # an .npz teacher's model family ('vit' | 'bit'); a run's comes from its config.json
-        model=ml_collections.ConfigDict(),  # an .npz teacher's model arguments, e.g. variant='B/16'
-    ))
+    c.distillation = distillation_defaults()
     c.dino = dino_defaults()  # 'dino' (vitjax/objectives/dino.py), with model_name='dino'
     c.nan_policy = "stop"  # 'stop': error naming the step and last good checkpoint; 'skip': drop the update
 
@@ -126,10 +119,34 @@ def base() -> ml_collections.ConfigDict:
     # Bookkeeping.
     c.log_every_steps = 50
     c.eval_every_steps = 0  # 0: evaluate at the end only
+    # Frozen-feature evaluations during training (vitjax/evaluate/in_training.py): every N steps and at
+    # the last step, logged beside the loss; 0 = off. They observe the run and change nothing in it.
+    c.evals = evals_defaults()
     c.checkpoint_every_steps = 500
     c.keep_checkpoints = 3
     c.keep_checkpoint_steps = ()  # steps also saved and never deleted: where shorter runs branch off
     return c
+
+
+def distillation_defaults() -> ml_collections.ConfigDict:
+    """config.distillation: the DeiT objective's settings (vitjax/objectives/distillation.py)."""
+    return ml_collections.ConfigDict(dict(
+        teacher="",  # a vitjax run directory (or one of its checkpoints), or an official .npz
+        type="hard",  # 'hard': the teacher's argmax as the distillation head's label; 'soft': KL at temperature
+        temperature=1.0,  # soft only: T; the KL term is scaled by T^2
+        alpha=0.5,  # weight of the distillation term; the labels' term gets 1 - alpha
+        model_name="",  # an .npz teacher's model family ('vit' | 'bit'); a run's comes from its config.json
+        model=ml_collections.ConfigDict(),  # an .npz teacher's model arguments, e.g. variant='B/16'
+    ))
+
+
+def evals_defaults() -> ml_collections.ConfigDict:
+    """config.evals: k-NN (DINO's: k, temperature) and few-shot probes of the frozen features during
+    training, each on at most `max_train` / `max_test` images so that one costs seconds."""
+    return ml_collections.ConfigDict(dict(
+        knn=ml_collections.ConfigDict(dict(every_steps=0, k=20, temperature=0.07, max_train=10_000, max_test=2_000)),
+        fewshot=ml_collections.ConfigDict(dict(every_steps=0, shots=(5, 10), seeds=3, max_test=2_000)),
+    ))
 
 
 def dino_defaults() -> ml_collections.ConfigDict:

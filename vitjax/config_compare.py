@@ -37,7 +37,7 @@ def same_value(a, b) -> bool:
 
 # Config keys that say how a run executes, not what it computes: they may change between attempts of
 # one run (add a compilation cache or a profiler window to resume with) and are never a difference.
-RUNTIME_KEYS = ("compilation_cache_dir", "profile_steps", "keep_checkpoint_steps")
+RUNTIME_KEYS = ("compilation_cache_dir", "profile_steps", "keep_checkpoint_steps", "evals")
 
 
 def differing_keys(old: dict, new: dict) -> dict[str, tuple]:
@@ -51,7 +51,7 @@ def differing_keys(old: dict, new: dict) -> dict[str, tuple]:
     old, new = flatten(old), flatten(new)
     defaults = _schema_defaults()
     found = {}
-    for key in sorted((old.keys() | new.keys()) - set(RUNTIME_KEYS)):
+    for key in sorted(key for key in old.keys() | new.keys() if key.split(".")[0] not in RUNTIME_KEYS):
         was, wanted = old.get(key, defaults.get(key, ABSENT)), new.get(key, defaults.get(key, ABSENT))
         if not same_value(was, wanted) and not _legacy_fill(key, was, wanted):
             found[key] = (old.get(key, ABSENT), new.get(key, ABSENT))

@@ -195,22 +195,32 @@ def fewshot_workdir(workdir: str, checkpoint: str | None = None, *, shots=DEFAUL
     # encoder, a DINO backbone; in float32, so the least-squares fit sees no bfloat16 rounding.
     model, params = features_lib.feature_model(
         config, reader.read_params(checkpoint or workdir), num_classes)
-    features = feature_fn(model)
-    batch_size = batch_size or config.eval_batch_size
-
-    # A pool of a few times the largest k per class, so that the seeds draw different k-shot sets.
-    per_class = max(4 * shots[-1], shots[-1] + 10)
-    pool = collect(features, params, data.eval_batches(probe_data, split="train", global_batch_size=batch_size),
-                   num_classes=num_classes, per_class=per_class)
-    test = collect(features, params, data.eval_batches(probe_data, split="test", global_batch_size=batch_size),
-                   num_classes=num_classes, max_examples=max_test_examples)
-    results = evaluate_features(*pool, *test, num_classes, shots=shots, seeds=seeds)
-    results.update(shots=list(shots), seeds=seeds, pool_examples=len(pool[0]), test_examples=len(test[0]),
-                   feature_dim=int(pool[0].shape[1]), data=probe_data["name"], seconds=time.time() - start,
-                   probe=probe, classes=list(probe_data.get("classes") or range(num_classes)),
-                   test_per_class=np.bincount(test[1], minlength=num_classes).tolist())
+    results = scores(feature_fn(model), params, probe_data, num_classes, shots=shots, seeds=seeds,
+                     max_test=max_test_examples, batch_size=batch_size or config.eval_batch_size)
+    results.update(shots=list(shots), seeds=seeds, data=probe_data["name"], seconds=time.time() - start,
+                   probe=probe, classes=list(probe_data.get("classes") or range(num_classes)))
     rundir.write_report(run_dir, rundir.PROBE_FILES[probe][0], results)
     return results
+
+
+def scores(encode, params, probe_data: dict, num_classes: int, *, shots, seeds: int, max_test: int | None,
+           batch_size: int, split: str = "test") -> dict:
+    """'<k>shot' and '<k>shot_std' for each k of the features `encode(params, images)`: k-shot sets drawn
+    from a pool of `probe_data`'s train images, scored on its first `max_test` images of `split` (all: None);
+    with the example counts, the feature size and the test images of each class. `vitjax eval --fewshot`
+    and the evaluation during training (vitjax/evaluate/in_training.py)."""
+    from vitjax import data
+
+    # A pool of a few times the largest k per class, so that the seeds draw different k-shot sets.
+    per_class = max(4 * max(shots), max(shots) + 10)
+    pool = collect(encode, params, data.eval_batches(probe_data, split="train", global_batch_size=batch_size),
+                   num_classes=num_classes, per_class=per_class)
+    test = collect(encode, params, data.eval_batches(probe_data, split=split, global_batch_size=batch_size),
+                   num_classes=num_classes, max_examples=max_test)
+    results = evaluate_features(*pool, *test, num_classes, shots=shots, seeds=seeds)
+    return {**results, "pool_examples": len(pool[0]), "test_examples": len(test[0]),
+            "feature_dim": int(pool[0].shape[1]),
+            "test_per_class": np.bincount(test[1], minlength=num_classes).tolist()}
 
 
 # --- `vitjax eval --fewshot` ------------------------------------------------------------------------

@@ -88,21 +88,34 @@ def knn_workdir(workdir: str, checkpoint: str | None = None, *, ks=DEFAULT_K, te
     num_classes = data.get_info(probe_data).num_classes
     model, params = features_lib.feature_model(config, reader.read_params(checkpoint or workdir),
                                                num_classes)
-    encode = fewshot.feature_fn(model)
-    batch_size = batch_size or config.eval_batch_size
+    results = scores(fewshot.feature_fn(model), params, probe_data, num_classes, ks=ks, temperature=temperature,
+                     max_train=max_train, max_test=max_test, batch_size=batch_size or config.eval_batch_size)
+    results.update(k=list(ks), temperature=temperature, train_size=train_size,
+                   subset_seed=subset_seed if train_size is not None else None, data=probe_data["name"],
+                   seconds=time.time() - start)
+    rundir.write_report(run_dir, rundir.knn_file(train_size, subset_seed), results)
+    return results
+
+
+def scores(encode, params, probe_data: dict, num_classes: int, *, ks, temperature: float, max_train: int | None,
+           max_test: int | None, batch_size: int, split: str = "test") -> dict:
+    """'knn_<k>_top1' (and '_top5') for each k of the features `encode(params, images)` of `probe_data`'s
+    first `max_train` train and `max_test` images of `split` (data.eval_batches' name), with the example
+    counts and the feature size: `vitjax eval --knn` and the evaluation during training
+    (vitjax/evaluate/in_training.py)."""
+    from vitjax import data
+    from vitjax.evaluate import fewshot
+
     train = fewshot.collect(encode, params, data.eval_batches(probe_data, split="train", global_batch_size=batch_size),
                             num_classes=num_classes, max_examples=max_train)
-    test = fewshot.collect(encode, params, data.eval_batches(probe_data, split="test", global_batch_size=batch_size),
+    test = fewshot.collect(encode, params, data.eval_batches(probe_data, split=split, global_batch_size=batch_size),
                            num_classes=num_classes, max_examples=max_test)
     results = {}
     for k in ks:
         for name, value in accuracy(*train, *test, num_classes, k=k, temperature=temperature).items():
             results[f"knn_{k}_{name}"] = value
-    results.update(k=list(ks), temperature=temperature, train_examples=len(train[0]), test_examples=len(test[0]),
-                   train_size=train_size, subset_seed=subset_seed if train_size is not None else None,
-                   feature_dim=int(train[0].shape[1]), data=probe_data["name"], seconds=time.time() - start)
-    rundir.write_report(run_dir, rundir.knn_file(train_size, subset_seed), results)
-    return results
+    return {**results, "train_examples": len(train[0]), "test_examples": len(test[0]),
+            "feature_dim": int(train[0].shape[1])}
 
 
 # --- `vitjax eval --knn` ----------------------------------------------------------------------------

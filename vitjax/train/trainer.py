@@ -77,6 +77,9 @@ def plan(config, runtime: xla_cpu.Choices | None = None, run_dir: str | None = N
         raise ValueError(f"batch_size {config.batch_size} is not divisible by data.repeated_augmentation "
                          f"{repeats} (each example appears that many times in a batch)")
     profile.check(config.profile_steps, total)
+    if _wants_feature_evals(config) and jax.process_count() > 1:
+        raise ValueError("config.evals run in a single-process run only; evaluate a multi-process run's "
+                         "checkpoints afterwards with `vitjax eval --knn` / `--fewshot`")
     mesh = parallel.make_mesh(dict(config.mesh))
     parallel.check_batch_size(config.batch_size, mesh)
     parallel.check_batch_size(config.batch_size // config.grad_accum_steps, mesh,
@@ -232,6 +235,7 @@ def _train_locked(config, workdir: str, p: Plan, force: bool, stop: "_StopFlag")
         compiled, batch_sharding, flops_per_step = _compile_and_describe(config, p, spec, dropout_key)
         evaluator = _evaluator(config, p, spec)
         validation = _validation(config, p, spec, workdir)
+        feature_evals = _feature_evals(config, p)
         if validation is not None:
             on_exit.callback(validation.close)
         log = on_exit.enter_context(contextlib.closing(_metrics_log(workdir, first_step, p.total_steps)))
@@ -259,6 +263,8 @@ def _train_locked(config, workdir: str, p: Plan, force: bool, stop: "_StopFlag")
             if _evaluates_at(config, done, p.total_steps, validation is not None):
                 finite.now()  # a non-finite step's state is never the best
                 _evaluate(done, p.objective.evaluated_params(state), log, evaluator, validation)
+            if feature_evals is not None and feature_evals.due(done):
+                log.write(done, feature_evals(feature_evals.due(done), p.objective.evaluated_params(state)))
             if _saves_at(config, done, p.total_steps, stop):
                 finite.now()  # every step up to `done` verified finite before its state is saved
                 _save(ckpt, done, state, {"wall_seconds": elapsed_before + time.time() - start_time,
@@ -299,6 +305,19 @@ def _validation(config, p: Plan, spec: StateSpec, workdir: str) -> best.BestVali
                                spec.abstract.params, val_size=p.info.num_val, val_split=config.data.val_split,
                                save=_save, config=config_compare.config_to_dict(config),
                                selection=p.objective.selection)
+
+
+def _feature_evals(config, p: Plan):
+    """The k-NN and few-shot evaluations of config.evals that are on (vitjax/evaluate/in_training.py),
+    else None; loaded only then."""
+    if not _wants_feature_evals(config):
+        return None
+    from vitjax.evaluate import in_training
+    return in_training.FeatureEvals(config, p.total_steps)
+
+
+def _wants_feature_evals(config) -> bool:
+    return any(settings.every_steps for settings in config.get("evals", {}).values())
 
 
 def _final_evaluations(p: Plan, params, log, evaluator, validation) -> dict:
