@@ -25,22 +25,20 @@ class FeatureEvals:
     calling it with them and the evaluated parameters returns the scalars to log. Single-process runs
     only (trainer.plan checks)."""
 
-    def __init__(self, config, total_steps: int):
+    def __init__(self, config, total_steps: int, num_classes: int):
         self._config = config
         self._every = {name: int(config.evals[name].every_steps) for name in ("knn", "fewshot")
                        if config.evals[name].every_steps}
         self._total_steps = total_steps
         self._probe_data = {**config.data.to_dict(), "train_size": None, "class_balanced": False}
         self._split = data.VAL if data.has_validation(config.data) else "test"
-        self._num_classes = None
+        self._num_classes = num_classes
         self._encode = None  # compiled once, on the first evaluation
 
     def due(self, step: int) -> tuple[str, ...]:
         return tuple(name for name, every in self._every.items() if step % every == 0 or step == self._total_steps)
 
     def __call__(self, names, params) -> dict:
-        if self._num_classes is None:
-            self._num_classes = data.get_info(self._probe_data).num_classes
         model, params = features.feature_model(self._config, params, self._num_classes)
         if self._encode is None:
             self._encode = fewshot.feature_fn(model)

@@ -263,8 +263,9 @@ def _train_locked(config, workdir: str, p: Plan, force: bool, stop: "_StopFlag")
             if _evaluates_at(config, done, p.total_steps, validation is not None):
                 finite.now()  # a non-finite step's state is never the best
                 _evaluate(done, p.objective.evaluated_params(state), log, evaluator, validation)
-            if feature_evals is not None and feature_evals.due(done):
-                log.write(done, feature_evals(feature_evals.due(done), p.objective.evaluated_params(state)))
+            due = feature_evals.due(done) if feature_evals is not None else ()
+            if due:
+                log.write(done, feature_evals(due, p.objective.evaluated_params(state)))
             if _saves_at(config, done, p.total_steps, stop):
                 finite.now()  # every step up to `done` verified finite before its state is saved
                 _save(ckpt, done, state, {"wall_seconds": elapsed_before + time.time() - start_time,
@@ -313,7 +314,7 @@ def _feature_evals(config, p: Plan):
     if not _wants_feature_evals(config):
         return None
     from vitjax.evaluate import in_training
-    return in_training.FeatureEvals(config, p.total_steps)
+    return in_training.FeatureEvals(config, p.total_steps, p.info.num_classes)
 
 
 def _wants_feature_evals(config) -> bool:
