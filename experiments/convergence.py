@@ -4,6 +4,8 @@ stops helping on validation (issue: the 8-epoch budget, not the data, decided th
     vitjax sweep experiments/convergence.py:part=1 --workdir runs/convergence   # 550, 5.5k, 55k
     vitjax sweep experiments/convergence.py:part=2 --workdir runs/convergence   # 1.7k, 17k
     vitjax sweep experiments/convergence.py:part=seeds --workdir runs/convergence  # seeds 1-2 at 55k
+    vitjax sweep experiments/convergence.py:part=onehost --workdir runs/onehost  # C2-C4 on one host
+    vitjax sweep experiments/convergence.py:part=small --workdir runs/onehost    # seeds 1-2 at 550, 1.7k
     python experiments/convergence_report.py runs/convergence --out experiments/results/convergence
 
 For each family (configs/fashion_mnist/{vit,bit}.py, as the plain arm trains them: experiments/protocol.py)
@@ -17,7 +19,9 @@ at that step is reported beside it, never used to choose).
 
 `:part=seeds` trains seeds 1 and 2 at 55k images at each family's converged budget as the committed
 ladder chose it (experiments/results/convergence/convergence.json), and at 1x where that is longer (the
-1x rung is C4's baseline), again as one trunk with the 1x cooldown branched off it.
+1x rung is C4's baseline), again as one trunk with the 1x cooldown branched off it. `:part=onehost`
+trains seed 0 at 550, 5.5k and 55k and seeds 1-2 at 5.5k the same way, so that every term a seed pairs
+ran on one host and code (seed 0's ladders did not); `:part=small` seeds 1-2 at 550 and 1.7k (C1).
 
 The convergence rule, pre-registered in experiments/README.md: the converged budget of a family and
 size is the shortest rung whose next rung gains <= 0.5 points of best validation accuracy; a point
@@ -46,7 +50,11 @@ FEWSHOT = None
 MODELS = {"vit": "configs/fashion_mnist/vit.py", "bit": "configs/fashion_mnist/bit.py"}
 PARTS = {"1": (550, 5_500, 55_000), "2": (1_700, 17_000)}
 SEEDS = (0,)
-SEED_PARTS = {"seeds": ((55_000,), (1, 2))}  # part: (sizes, seeds) at the converged budgets
+# part: ((sizes, seeds), ...) at the converged budgets. "onehost": every term of C2-C4 for seed 0 and
+# the 5.5k terms of seeds 1-2 again, on the host and code of "seeds" (experiments/README.md, Part 1c).
+SEED_PARTS = {"seeds": (((55_000,), (1, 2)),),
+              "onehost": (((550, 5_500, 55_000), (0,)), ((5_500,), (1, 2))),
+              "small": (((550, 1_700), (1, 2)),)}
 
 
 def rung_name(model: str, size: int, seed: int, multiple: int) -> str:
@@ -78,11 +86,11 @@ def converged_runs(model: str, config: str, size: int, seed: int, chosen_file: s
 def get_runs(arg=None):
     part = dict(item.split("=", 1) for item in arg.split(",")).get("part") if arg else None
     if part in SEED_PARTS:
-        sizes, seeds = SEED_PARTS[part]
-        return [run for size in sizes for seed in seeds for model, config in MODELS.items()
-                for run in converged_runs(model, config, size, seed)]
+        return [run for sizes, seeds in SEED_PARTS[part] for size in sizes for seed in seeds
+                for model, config in MODELS.items() for run in converged_runs(model, config, size, seed)]
     if part not in PARTS:
         raise ValueError(f"choose a part: experiments/convergence.py:part=1 (sizes {PARTS['1']}), "
-                         f":part=2 (sizes {PARTS['2']}) or :part=seeds (seeds 1-2 at 55k)")
+                         f":part=2 (sizes {PARTS['2']}) or a part at the converged budgets: "
+                         f"{', '.join(f':part={name}' for name in SEED_PARTS)}")
     return [run for size in PARTS[part] for seed in SEEDS for model, config in MODELS.items()
             for run in ladder_runs(model, config, size, seed)]

@@ -453,9 +453,12 @@ def check_pairable(rows) -> None:
                              f"pair only runs of one pair_key (vitjax/sweep/table.py)")
 
 
-def converged_arm(rows) -> dict:
-    """C1-C4 (experiments/README.md): each family at its converged multiple, every seed that has it."""
-    chosen = {(c["family"], c["size"]): c["chosen"] for c in convergence(rows).values()}
+def converged_arm(rows, chosen_ladders: dict | None = None) -> dict:
+    """C1-C4 (experiments/README.md): each family at its converged multiple, every seed that has it.
+    The multiples come from `chosen_ladders` (convergence()'s output, e.g. the committed
+    convergence.json) when given, else from the seed-0 ladders among `rows`."""
+    ladders_found = convergence(rows) if chosen_ladders is None else chosen_ladders
+    chosen = {(c["family"], c["size"]): c["chosen"] for c in ladders_found.values()}
     runs = ladders(rows)
 
     def acc(family, size, multiple=None) -> dict:
@@ -542,6 +545,8 @@ def main(argv=None) -> int:
     parser.add_argument("--convergence", nargs="+", help="experiments/convergence.py's sweep (or results) directories "
                                                          "(its parts): the budget ladder and C1-C4 at each family's "
                                                          "converged budget")
+    parser.add_argument("--chosen", help="convergence.json of a committed ladder: C1-C4 take each family's "
+                                         "converged multiple from it, not from the seed-0 ladders of --convergence")
     parser.add_argument("--tuning", help="experiments/tuning.py's sweep (or results) directory: each family's pick")
     parser.add_argument("--out", help="write the read-outs as JSON here")
     parser.add_argument("--markdown", action="store_true", help="also print the plain arm's table (markdown)")
@@ -571,7 +576,11 @@ def main(argv=None) -> int:
     if args.segmentation:
         found.update(segmentation_arm(args.segmentation))
     if args.convergence:
-        found.update(converged_arm(merged_rows(args.convergence)))
+        chosen = None
+        if args.chosen:
+            with open(args.chosen) as f:
+                chosen = json.load(f)
+        found.update(converged_arm(merged_rows(args.convergence), chosen))
     if args.tuning:
         for name, point in tuning(table.read(args.tuning)).items():
             edges = f"; on the grid edge: {', '.join(point['edges'])}" if point["edges"] else ""

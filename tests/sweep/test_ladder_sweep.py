@@ -64,6 +64,15 @@ def test_the_seeds_part_trains_each_family_at_its_committed_converged_budget(tmp
         convergence.converged_runs("vit", "vit.py", 5_500, 1, str(chosen))
 
 
+def test_the_one_host_part_repeats_every_term_of_seed_0_and_the_5500_terms_of_seeds_1_and_2():
+    sweep = spec.load(os.path.join(ROOT, "experiments", "convergence.py") + ":part=onehost")
+    names = [r.name for r in sweep.runs]
+    assert len(names) == len(set(names))
+    for size in (550, 5_500, 55_000):  # both families of seed 0 at every size C2-C4 read
+        assert {n.rsplit("_x", 1)[0] for n in names if f"_n{size}_s0_" in n} == {f"vit_n{size}_s0", f"bit_n{size}_s0"}
+    assert {n for n in names if "_s0_" not in n} == {f"{f}_n5500_s{s}_x1" for f in ("vit", "bit") for s in (1, 2)}
+
+
 def test_the_accelerator_data_scaling_sweep_has_the_same_ladder():
     """Dry-run only (no accelerator here): each family and size a 4x trunk and two branches, the same rule."""
     sweep = spec.load(os.path.join(ROOT, "experiments", "data_scaling_imagenet.py") + ":ladder=true")

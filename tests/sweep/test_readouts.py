@@ -379,6 +379,18 @@ def test_two_seeds_may_come_from_two_hosts_but_not_one_seed():
     assert "seed 1's runs to be paired differ" in readouts.converged_arm(table)["C2"]["why"]
 
 
+def test_converged_read_outs_take_the_multiples_of_a_committed_ladder():
+    """A re-run of the converged budgets alone (no ladder among its rows) is read at the multiples the
+    committed ladder chose, as convergence.json holds them (string keys, as JSON reads them back)."""
+    committed = json.loads(json.dumps(readouts.convergence(_ladder_table())))
+    rerun = [r for r in _ladder_table() if r["steps"] == readouts.protocol.BUDGET.steps(r["train_size"])
+             * (4 if (r["family"], r["train_size"]) == ("vit", 55_000) else 1)
+             or (r["family"], r["train_size"], r["steps"]) == ("vit", 55_000, 3_438)]
+    assert readouts.converged_arm(rerun) == {}  # without the ladder nothing says which rung is converged
+    decided = readouts.converged_arm(rerun, committed)
+    assert decided == readouts.converged_arm(_ladder_table())
+
+
 def _write_table(path, rows):
     path.mkdir()
     (path / "results.json").write_text(json.dumps({"columns": sorted(rows[0]), "runs": rows}))
