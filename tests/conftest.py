@@ -41,28 +41,35 @@ if not os.environ.get(cli.ENV_COMPILATION_CACHE):
 cli.use_compilation_cache()
 
 
-# The files that take longest (each over ~40 s on 2 cores, measured 2026-12-02, most of it in the
-# processes they start), longest first. `make test` splits the suite over 2 processes by file in
-# collection order (pytest-xdist, --dist loadfile --no-loadscope-reorder): started first, they overlap
-# each other and the many short files fill the end, rather than one long file running alone at the end.
-# A file missing here only loses its place.
-LONGEST_FILES = (
-    "tests/parallel/test_scale_out.py", "tests/sweep/test_end_to_end.py", "tests/train/test_faults.py",
-    "tests/objectives/test_objective_mesh.py", "tests/gcs/test_gcs_runs.py", "tests/analysis/test_run.py",
-    "tests/parallel/test_preemption.py", "tests/parallel/test_multislice.py",
-    "tests/sweep/test_seeds_end_to_end.py", "tests/train/test_runtime_options.py",
-    "tests/parallel/test_checkpoint_agreement.py", "tests/objectives/test_mae_training.py",
-    "tests/test_xla_cpu.py", "tests/sweep/test_transfer_end_to_end.py", "tests/bench/test_swin_bench.py",
-    "tests/bench/test_objective_bench.py", "tests/bench/test_xla_cpu_options.py",
-)
+# `make test` splits the suite over 2 processes by file, in collection order (pytest-xdist, --dist loadfile
+# --no-loadscope-reorder). Started first, the longest files overlap each other and the many short ones
+# fill the end, rather than one long file running alone at the end. Which files are longest is measured:
+# every run adds each file's seconds (setup, call and teardown of its tests) to pytest's cache, and the
+# next run orders by them. Files never measured (new ones; all of them in a fresh clone) go first.
+_FILE_SECONDS = "vitjax/file_seconds"
+_measured: dict[str, float] = {}
 
 
-def pytest_collection_modifyitems(items):
-    rank = {path: i for i, path in enumerate(LONGEST_FILES)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest keep their order
+def pytest_collection_modifyitems(config, items):
+    seconds = config.cache.get(_FILE_SECONDS, {}) if config.cache is not None else {}
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], float("inf")))  # stable
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::")[0]
+    _measured[path] = _measured.get(path, 0.0) + report.duration
+
+
+def _record_file_seconds(config) -> None:
+    """Into pytest's cache, from the process that saw every file's reports (the xdist controller, or
+    the only process); files this run did not touch keep their earlier measurement."""
+    if config.cache is None or hasattr(config, "workerinput") or not _measured:
+        return
+    config.cache.set(_FILE_SECONDS, {**config.cache.get(_FILE_SECONDS, {}), **_measured})
 
 
 def pytest_sessionfinish(session, exitstatus):
+    _record_file_seconds(session.config)
     if _SESSION_CACHE:
         shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
 

@@ -5,9 +5,7 @@ the input pipeline and one --against variant) runs once for the module. Its FLOP
 against the compiled programs, and every rate, MFU and ratio is recomputed from the per-round seconds
 it recorded: a figure that does not follow from the measurements fails, however plausible it looks.
 """
-import argparse
 import json
-import os
 import statistics
 
 import jax
@@ -15,25 +13,19 @@ import pytest
 
 from vitjax import cli, host
 from vitjax.bench import jax_model, run
-from vitjax.config import load_config, parse_command_line
+from vitjax.config import load_config
 from vitjax.train import trainer
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
+from tests.bench.command_line import bench_args
+from tests.paths import TINY
 BATCH = 8
 MATMUL = "matmul 64x64 float32 (jax)"
 TORCH_MATMUL = "matmul 64x64 float32 (torch)"
 VARIANT = "model.depth=2"
 
 
-def _args(argv):
-    parser = argparse.ArgumentParser()
-    run.main_args(parser)
-    return parse_command_line(parser, argv)
-
-
 def test_config_overrides_and_convenience_flags():
-    args = _args(["--config", TINY, "--config.model.width=48", "--config.model.scan", "True", "--depth", "2",
+    args = bench_args(["--config", TINY, "--config.model.width=48", "--config.model.scan", "True", "--depth", "2",
                   "--image", "24", "--channels", "1", "--batch", "8", "--config.batch_size=16"])
     config, overrides = run.build_config(args)
     assert (config.model.width, config.model.scan, config.model.depth) == (48, True, 2)
@@ -44,14 +36,14 @@ def test_config_overrides_and_convenience_flags():
 
 def test_a_misspelt_override_fails_with_its_name():
     with pytest.raises(KeyError, match="batchsize"):
-        run.build_config(_args(["--config", TINY, "--config.batchsize=8"]))
+        run.build_config(bench_args(["--config", TINY, "--config.batchsize=8"]))
 
 
 def test_model_fields_the_config_does_not_list_can_be_set_but_typos_fail():
-    config, _ = run.build_config(_args(["--config", TINY, "--config.model.remat_policy=dots_saveable"]))
+    config, _ = run.build_config(bench_args(["--config", TINY, "--config.model.remat_policy=dots_saveable"]))
     assert config.model.remat_policy == "dots_saveable"
     with pytest.raises(KeyError, match="scann"):
-        run.build_config(_args(["--config", TINY, "--config.model.scann=True"]))
+        run.build_config(bench_args(["--config", TINY, "--config.model.scann=True"]))
 
 
 def test_against_needs_key_equals_value_and_says_so_before_compiling(monkeypatch):

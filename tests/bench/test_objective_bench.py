@@ -11,8 +11,7 @@ from vitjax import cli
 from vitjax.config import load_config
 from vitjax.train import trainer
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
+from tests.paths import ROOT, TINY
 
 
 def test_the_mae_step_is_timed_beside_the_vits(tmp_path):

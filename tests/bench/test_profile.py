@@ -5,7 +5,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from tests.bench.test_bench import TINY, _args
+from tests.bench.command_line import bench_args
+from tests.paths import TINY
 from vitjax import cli
 from vitjax.bench import profile, run
 
@@ -38,4 +39,4 @@ def test_bench_profile_writes_a_trace_and_its_op_table(tmp_path):
 
 def test_profile_refuses_compile_only():
     with pytest.raises(ValueError, match="compile_only"):
-        run.bench(_args(["--config", TINY, "--compile_only", "--profile", "unused", "--no_timm"]))
+        run.bench(bench_args(["--config", TINY, "--compile_only", "--profile", "unused", "--no_timm"]))

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from tests.bench.test_bench import ROOT
+from tests.paths import ROOT
 
 SCRIPT = os.path.join(ROOT, "experiments", "bench", "swin_cost.py")
 TINY = {

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.bench.test_bench import ROOT, TINY
+from tests.paths import ROOT, TINY
 
 SCRIPT = os.path.join(ROOT, "experiments", "bench", "xla_cpu_options.py")
 

@@ -1,7 +1,6 @@
 """Evaluation counts every test example once: a padded, masked last batch gives the plain mean, whatever
 the eval batch size and the device count."""
 import json
-import os
 import subprocess
 import sys
 
@@ -74,7 +73,7 @@ def test_eval_step_sums_only_the_unmasked_rows(model_and_params):
     assert float(sums["loss"]) == pytest.approx(losses[keep].sum(), rel=1e-5)
 
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.paths import ROOT
 
 # On 8 devices, with the tiny config's 128 test examples: batch sizes that do not divide by 8.
 EIGHT_DEVICES = """

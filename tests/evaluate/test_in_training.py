@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.objectives.test_dino_training import ARGS, TINY
+from tests.objectives.dino_tiny import ARGS, TINY
 from vitjax import cli, metrics_log, rundir
 
 EVALS = ["--config.evals.knn.every_steps=2", "--config.evals.knn.max_train=200", "--config.evals.knn.max_test=100",

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 timm = pytest.importorskip("timm")
 from timm.models.vision_transformer import VisionTransformer  # noqa: E402
 
-from tests.interop.test_npz_timm import images, jitter_timm, random_params, rel_err  # noqa: E402
+from tests.interop.timm_reference import images, jitter_timm, random_params, rel_err  # noqa: E402
 from vitjax import models  # noqa: E402
 from vitjax.interop import timm_weights  # noqa: E402
 

@@ -14,7 +14,7 @@ import torch
 timm = pytest.importorskip("timm")
 from timm.models.swin_transformer import SwinTransformer, get_relative_position_index  # noqa: E402
 
-from tests.interop.test_npz_timm import images, jitter_timm, random_params, rel_err, timm_logits  # noqa: E402
+from tests.interop.timm_reference import jitter_timm, random_params, rel_err, timm_logits  # noqa: E402
 from vitjax import models  # noqa: E402
 from vitjax.interop import timm_swin  # noqa: E402
 from vitjax.models import swin  # noqa: E402

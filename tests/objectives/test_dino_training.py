@@ -14,10 +14,8 @@ from vitjax import cli, models, rundir
 from vitjax.interop import pretrained
 from vitjax.checkpoints import integrity, locations, reader
 from vitjax import metrics_log
+from tests.objectives.dino_tiny import ARGS, TINY
 
-TINY = "tests/train/tiny_config.py:model=dino,steps=4"
-ARGS = ["--config.checkpoint_every_steps=2", "--config.log_every_steps=1", "--config.warmup_steps=1",
-        "--config.dino.freeze_last_layer_epochs=0", "--config.data.val_size=64", "--config.eval_every_steps=2"]
 MONITORS = ("teacher_entropy", "teacher_kl_to_centre", "teacher_student_kl", "embedding_std",
             "teacher_temperature", "teacher_momentum")
 

@@ -18,8 +18,7 @@ from vitjax.train import trainer
 from vitjax.checkpoints import locations, reader
 from vitjax import metrics_log
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
+from tests.paths import TINY
 STEPS = 20
 FLAGS = ("--config.data.val_size=64", "--config.eval_every_steps=5", "--config.log_every_steps=1",
          "--config.checkpoint_every_steps=5")

@@ -2,14 +2,13 @@
 DINO teacher and optimiser state split) the tiny runs' losses, and DINO's centre, equal those on one device.
 MAE's per-example masks come from the step's key, so the 8-device run must draw the same ones."""
 import json
-import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.paths import ROOT
 
 
 def _run(model, devices, sharding):

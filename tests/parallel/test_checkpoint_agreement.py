@@ -11,23 +11,23 @@ import pathlib
 import subprocess
 import sys
 
-import pytest
 
 from vitjax import rundir
 from vitjax.checkpoints import locations
-from tests.parallel.test_scale_out import CONFIG, ROOT, _env, _free_port
+from tests.parallel.processes import CONFIG, env, free_port
+from tests.paths import ROOT
 
 TIMEOUT = 600
 
 
 def _train(workdir, log_dir, name):
-    address = f"localhost:{_free_port()}"
+    address = f"localhost:{free_port()}"
     logs = [open(log_dir / f"{name}{i}.log", "w") for i in range(2)]
     procs = [subprocess.Popen(
         [sys.executable, "-m", "vitjax", "train", "--config", f"{CONFIG}:steps=6", "--workdir", str(workdir),
          "--config.checkpoint_every_steps=3", "--config.mesh.data=1", "--config.mesh.fsdp=-1",
          "--config.sharding=fsdp", "--coordinator_address", address, "--num_processes", "2",
-         "--process_id", str(i)], cwd=ROOT, env=_env(devices=1), stdout=logs[i], stderr=subprocess.STDOUT)
+         "--process_id", str(i)], cwd=ROOT, env=env(devices=1), stdout=logs[i], stderr=subprocess.STDOUT)
         for i in range(2)]
     try:
         codes = [p.wait(timeout=TIMEOUT) for p in procs]

@@ -16,7 +16,8 @@ import sys
 import pytest
 
 from vitjax import parallel
-from tests.parallel.test_scale_out import CONFIG, ROOT, _env, _free_port, _max_rel_diff
+from tests.parallel.processes import CONFIG, env, free_port, max_rel_diff
+from tests.paths import ROOT
 
 STEPS = 6
 TIMEOUT = 600
@@ -47,16 +48,16 @@ def _wait(procs, logs):
 
 
 def test_two_slices_of_four_devices_train_like_one_device(tmp_path):
-    address = f"localhost:{_free_port()}"
-    runs = [(_command(tmp_path / "one", "--config.mesh.data=1"), _env(devices=1))]
+    address = f"localhost:{free_port()}"
+    runs = [(_command(tmp_path / "one", "--config.mesh.data=1"), env(devices=1))]
     runs += [(_command(tmp_path / "slices", "--config.mesh.dcn_data=2", "--config.mesh.data=4",
                        "--coordinator_address", address, "--num_processes", "2", "--process_id", str(i)),
-              _env(devices=4)) for i in range(2)]
+              env(devices=4)) for i in range(2)]
     logs = [tmp_path / name for name in ("one.log", "slice0.log", "slice1.log")]
     procs = []
-    for (args, env), log in zip(runs, logs):
+    for (args, environ), log in zip(runs, logs):
         with open(log, "w") as f:
-            procs.append(subprocess.Popen(args, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT))
+            procs.append(subprocess.Popen(args, cwd=ROOT, env=environ, stdout=f, stderr=subprocess.STDOUT))
     outputs = _wait(procs, logs)
     assert "mesh data=8 fsdp=1 model=1" in outputs[1], outputs[1][-2000:]
     assert "no topology-aware layout" not in outputs[1]  # create_hybrid_device_mesh's own layout
@@ -64,12 +65,12 @@ def test_two_slices_of_four_devices_train_like_one_device(tmp_path):
         assert line in outputs[1] and line not in outputs[2], line
     reference, sliced = _losses(tmp_path / "one"), _losses(tmp_path / "slices")
     assert len(reference) == STEPS and len(sliced) == STEPS, (reference, sliced)
-    assert _max_rel_diff(sliced, reference) <= 1e-5, (sliced, reference)
+    assert max_rel_diff(sliced, reference) <= 1e-5, (sliced, reference)
 
 
     # `vitjax eval` takes train's multi-process flags: both processes restore the 2-slice checkpoint
     # together, and process 0 alone prints the result line (and writes eval.json).
-    address = f"localhost:{_free_port()}"
+    address = f"localhost:{free_port()}"
     logs = [tmp_path / f"eval{i}.log" for i in range(2)]
     procs = []
     for i, log in enumerate(logs):
@@ -77,7 +78,7 @@ def test_two_slices_of_four_devices_train_like_one_device(tmp_path):
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "vitjax", "eval", "--workdir", str(tmp_path / "slices"), "--coordinator_address",
                  address, "--num_processes", "2", "--process_id", str(i)],
-                cwd=ROOT, env=_env(devices=4), stdout=f, stderr=subprocess.STDOUT))
+                cwd=ROOT, env=env(devices=4), stdout=f, stderr=subprocess.STDOUT))
     outputs = _wait(procs, logs)
     assert f"step={STEPS} test_accuracy=" in outputs[0] and "test_accuracy=" not in outputs[1], outputs
     assert json.loads((tmp_path / "slices" / "eval.json").read_text())["step"] == STEPS

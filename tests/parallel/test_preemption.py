@@ -15,18 +15,19 @@ import sys
 import time
 
 from vitjax.train.preemption import PREEMPTED_EXIT_CODE
-from tests.parallel.test_scale_out import CONFIG, ROOT, _env, _free_port
+from tests.parallel.processes import CONFIG, env, free_port
+from tests.paths import ROOT
 
 
 STEPS = 30
 
 
 def _launch(workdir, log):
-    address = f"localhost:{_free_port()}"
+    address = f"localhost:{free_port()}"
     return [subprocess.Popen(
         [sys.executable, "-m", "vitjax", "train", "--config", f"{CONFIG}:steps={STEPS}", "--workdir", str(workdir),
          "--config.checkpoint_every_steps=1000", "--coordinator_address", address, "--num_processes", "2",
-         "--process_id", str(i)], cwd=ROOT, env=_env(devices=4), stdout=log, stderr=subprocess.STDOUT)
+         "--process_id", str(i)], cwd=ROOT, env=env(devices=4), stdout=log, stderr=subprocess.STDOUT)
         for i in range(2)]
 
 

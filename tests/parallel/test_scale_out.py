@@ -9,30 +9,16 @@ starts. One module-scoped fixture runs them all once; the tests below read what 
     2 x 4       `vitjax train` twice on localhost with jax.distributed (Gloo collectives)
 """
 import json
-import os
-import socket
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from tests import fast_compile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CONFIG = os.path.join(ROOT, "tests", "parallel", "tiny_config.py")
+from tests.parallel.processes import CONFIG, env, free_port, max_rel_diff
+from tests.paths import ROOT
 TIMEOUT = 900
-
-
-def _env(devices=None):
-    flags = fast_compile.FLAGS + (f" --xla_force_host_platform_device_count={devices}" if devices else "")
-    return dict(os.environ, PYTHONPATH=ROOT, XLA_FLAGS=flags, TF_CPP_MIN_LOG_LEVEL="2")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("localhost", 0))
-        return s.getsockname()[1]
 
 
 def _start(args, env, log):
@@ -70,15 +56,15 @@ def runs(tmp_path_factory):
     # reading the checkpoints the others wrote.
     go = out / "go"
     procs = {"eight": _start([sys.executable, "-m", "tests.parallel.harness", "eight", str(eight)],
-                             _env(), log("eight")),
+                             env(), log("eight")),
              "one": _start([sys.executable, "-m", "tests.parallel.harness", "one", str(one), str(go),
-                            str(eight / "fsdp_checkpoints"), str(multi / "checkpoints")], _env(), log("one"))}
-    address = f"localhost:{_free_port()}"
+                            str(eight / "fsdp_checkpoints"), str(multi / "checkpoints")], env(), log("one"))}
+    address = f"localhost:{free_port()}"
     for i in range(2):
         procs[f"process{i}"] = _start(
             [sys.executable, "-m", "vitjax", "train", "--config", CONFIG, "--workdir", str(multi),
              "--coordinator_address", address, "--num_processes", "2", "--process_id", str(i)],
-            _env(devices=4), log(f"process{i}"))
+            env(devices=4), log(f"process{i}"))
     try:
         for name in ("eight", "process0", "process1"):
             _finish(procs[name], out / f"{name}.log", name)
@@ -123,19 +109,13 @@ def _max_abs_diff(a, b):
                for k in a if not k.endswith(NO_GRADIENT))
 
 
-def _max_rel_diff(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.shape == b.shape
-    return float(np.max(np.abs(a - b) / np.abs(b)))
-
-
 def test_data_parallel_and_fsdp_match_one_device(runs):
     base = runs["one"]["base"]["losses"]
     reference = _params(runs, "one", "base")
     assert len(base) == 20 and base[-1] < 0.8 * base[0], base  # it learns
     for name in ("dp", "fsdp"):
         losses = runs["eight"][name]["losses"]
-        assert _max_rel_diff(losses, base) <= 1e-5, (name, losses, base)
+        assert max_rel_diff(losses, base) <= 1e-5, (name, losses, base)
         assert _max_abs_diff(_params(runs, "eight", name), reference) <= 1e-4, name
 
 
@@ -168,13 +148,13 @@ def test_fsdp_checkpoint_restores_onto_other_meshes_and_training_continues(runs)
     moved = runs["eight"]["restore_4x2"]
     assert moved["same_keys"] and moved["max_abs_diff"] == 0.0
     assert "P(None, 'fsdp')" in moved["specs"]
-    assert _max_rel_diff(moved["losses"], runs["eight"]["fsdp"]["losses"][10:]) <= 1e-5
+    assert max_rel_diff(moved["losses"], runs["eight"]["fsdp"]["losses"][10:]) <= 1e-5
     # Onto one device: bit-identical, and the last 10 steps repeat the uninterrupted run's.
     restored = _npz(runs["dirs"]["one"] / "restore_1_state.npz")
     assert sorted(restored) == sorted(saved)
     for key, value in saved.items():
         np.testing.assert_array_equal(restored[key], value, err_msg=key)
-    assert _max_rel_diff(runs["one"]["restore_1"]["losses"], runs["one"]["base"]["losses"][10:]) <= 1e-5
+    assert max_rel_diff(runs["one"]["restore_1"]["losses"], runs["one"]["base"]["losses"][10:]) <= 1e-5
 
 
 def test_two_processes_match_one_process_with_eight_devices(runs):
@@ -183,7 +163,7 @@ def test_two_processes_match_one_process_with_eight_devices(runs):
         rows = [json.loads(line) for line in f]
     losses = [r["loss"] for r in rows if "loss" in r]
     assert [r["step"] for r in rows if "loss" in r] == list(range(1, 21))  # written once, by process 0
-    assert _max_rel_diff(losses, runs["eight"]["dp"]["losses"]) <= 1e-5
+    assert max_rel_diff(losses, runs["eight"]["dp"]["losses"]) <= 1e-5
     assert _max_abs_diff(_params(runs, "one", "multiprocess"), _params(runs, "eight", "dp")) <= 1e-4
     assert (multi / "results.json").exists()
     for i in range(2):
@@ -194,7 +174,7 @@ def test_two_processes_match_one_process_with_eight_devices(runs):
 
 
 def test_tensor_parallel_matches_one_device(runs):
-    assert _max_rel_diff(runs["eight"]["tp"]["losses"], runs["one"]["base"]["losses"]) <= 1e-5
+    assert max_rel_diff(runs["eight"]["tp"]["losses"], runs["one"]["base"]["losses"]) <= 1e-5
     assert _max_abs_diff(_params(runs, "eight", "tp"), _params(runs, "one", "base")) <= 1e-4
 
 
@@ -203,7 +183,7 @@ def test_tensor_parallel_matches_one_device(runs):
 def test_accumulation_and_bf16_under_every_preset(runs, name):
     base = runs["one"]["base"]["losses"]
     losses = runs["eight"][name]["losses"]
-    assert _max_rel_diff(losses, base) <= 5e-2, (name, losses, base)  # measured: 2.5e-2
+    assert max_rel_diff(losses, base) <= 5e-2, (name, losses, base)  # measured: 2.5e-2
     assert _max_abs_diff(_params(runs, "eight", name), _params(runs, "one", "base")) <= 0.1  # measured: 0.04
 
 

@@ -5,17 +5,18 @@ import sys
 
 from vitjax import rundir
 from vitjax import train_lock
-from tests.parallel.test_scale_out import CONFIG, ROOT, _env, _free_port
+from tests.parallel.processes import CONFIG, env, free_port
+from tests.paths import ROOT
 
 
 def test_a_second_multi_process_run_fails_on_every_process(tmp_path):
     workdir = tmp_path / "multi"
-    address = f"localhost:{_free_port()}"
+    address = f"localhost:{free_port()}"
     with train_lock.lock(str(workdir)):  # this test process plays the trainer already at work
         procs = [subprocess.Popen(
             [sys.executable, "-m", "vitjax", "train", "--config", CONFIG, "--workdir", str(workdir),
              "--coordinator_address", address, "--num_processes", "2", "--process_id", str(i)],
-            cwd=ROOT, env=_env(devices=4), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            cwd=ROOT, env=env(devices=4), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             for i in range(2)]
         outputs = [proc.communicate(timeout=300)[0] for proc in procs]
     for proc, output in zip(procs, outputs):

@@ -19,8 +19,8 @@ import pytest
 from vitjax import host
 from vitjax.checkpoints import locations
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
+from tests.paths import ROOT, TINY
+from tests.sweep.sweep_files import run_sweep_file, run_vitjax
 GOOD = ["vit_n128_p4", "vit_n512_p4", "vit_n512_p8"]
 
 SWEEP = f'''
@@ -37,20 +37,6 @@ def get_runs(arg=None):
         runs.append(("vit_nan", TINY, {{**budget, "lr": 1e30, "grad_clip_norm": 0.0}}))
     return runs
 '''
-
-
-def _vitjax(*args, timeout=900):
-    return subprocess.run([sys.executable, "-m", "vitjax", *args], capture_output=True, text=True, check=False,
-                          timeout=timeout, cwd=ROOT)
-
-
-def run_sweep_file(base, body, arg=""):
-    """Writes `body` as BASE/tiny_sweep.py and runs it into BASE/out, two runs at a time (exercises
-    --parallel, and subprocess start-up overlaps on the two cores); returns (file, out, process)."""
-    sweep_file, out = base / "tiny_sweep.py", base / "out"
-    sweep_file.write_text(body)
-    run = _vitjax("sweep", f"{sweep_file}{arg}", "--workdir", str(out), "--parallel", "2")
-    return sweep_file, out, run
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +84,7 @@ def test_results_json_holds_each_runs_config_and_fewshot(swept):
 def test_plot_draws_every_figure_with_its_table(swept, tmp_path):
     _, out, _ = swept
     figures = tmp_path / "figures"
-    run = _vitjax("plot", str(out), "--out", str(figures))
+    run = run_vitjax("plot", str(out), "--out", str(figures))
     assert run.returncode == 0, run.stderr[-3000:]
     for name in ("data_scaling", "compute", "patch_size"):
         assert (figures / f"{name}.png").stat().st_size > 10_000, name
@@ -135,7 +121,7 @@ def test_running_again_skips_finished_runs(swept):
     logs = {name: (out / name / "train.log").read_text() for name in GOOD}
     metrics = {name: (out / name / "metrics.jsonl").read_text() for name in GOOD}
     start = time.time()
-    run = _vitjax("sweep", str(sweep_file), "--workdir", str(out))  # without the failing run
+    run = run_vitjax("sweep", str(sweep_file), "--workdir", str(out))  # without the failing run
     elapsed = time.time() - start
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert run.stdout.count("finished already, skipped") == 3
@@ -148,7 +134,7 @@ def test_running_again_skips_finished_runs(swept):
 
 def test_fewshot_cli_on_a_trained_run(swept):
     _, out, _ = swept
-    run = _vitjax("eval", "--workdir", str(out / "vit_n512_p4"), "--fewshot", "--shots", "2", "--fewshot_seeds", "1")
+    run = run_vitjax("eval", "--workdir", str(out / "vit_n512_p4"), "--fewshot", "--shots", "2", "--fewshot_seeds", "1")
     assert run.returncode == 0, run.stderr[-3000:]
     assert "test_accuracy=" in run.stdout and "2shot=" in run.stdout
     assert json.loads((out / "vit_n512_p4" / "fewshot.json").read_text())["shots"] == [2]

@@ -9,9 +9,9 @@ from vitjax import rundir
 from vitjax.config import load_module
 from vitjax.sweep import runner, spec
 from vitjax import metrics_log
-from tests.sweep.test_spec import _sweep_file
+from tests.sweep.sweep_files import write_sweep_file
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.paths import ROOT
 
 LADDER = """
 def get_runs(arg=None):
@@ -22,7 +22,7 @@ def get_runs(arg=None):
 
 
 def test_a_ladder_sweep_trains_its_trunk_then_branches_off_it(tmp_path):
-    sweep = spec.load(_sweep_file(tmp_path, LADDER))
+    sweep = spec.load(write_sweep_file(tmp_path, LADDER))
     workdir = str(tmp_path / "runs")
     assert runner.run_sweep(sweep, workdir, fewshot=False, echo=lambda *a: None) == 0
     rung = os.path.join(workdir, "rung_12")
@@ -32,7 +32,7 @@ def test_a_ladder_sweep_trains_its_trunk_then_branches_off_it(tmp_path):
         assert {r["name"]: r["status"] for r in json.load(f)["runs"]} == {"trunk": "finished", "rung_12": "finished"}
     # Run again: the resolved directory is the recorded one, so both are finished, not stale.
     lines = []
-    assert runner.run_sweep(spec.load(_sweep_file(tmp_path, LADDER)), workdir, fewshot=False, echo=lines.append) == 0
+    assert runner.run_sweep(spec.load(write_sweep_file(tmp_path, LADDER)), workdir, fewshot=False, echo=lines.append) == 0
     assert not any("stale" in str(line) for line in lines)
 
 

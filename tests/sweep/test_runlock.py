@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from tests.sweep.test_spec import ROOT, _sweep_file
+from tests.paths import ROOT
+from tests.sweep.sweep_files import write_sweep_file
 from vitjax import rundir
 from vitjax.sweep import runlock, runner, spec, table
 
@@ -19,7 +20,7 @@ ONE_RUN = "FEWSHOT = None\ndef get_runs(arg=None):\n    return [('a', TINY, {})]
 @pytest.fixture
 def started_run(tmp_path, monkeypatch):
     """A sweep of one run 'a' that was started (config.json), and a record of the runs it starts."""
-    sweep = spec.load(_sweep_file(tmp_path, ONE_RUN))
+    sweep = spec.load(write_sweep_file(tmp_path, ONE_RUN))
     run_dir = tmp_path / "out" / "a"
     os.makedirs(run_dir)
     (run_dir / rundir.CONFIG).write_text(json.dumps(sweep.runs[0].config_dict))

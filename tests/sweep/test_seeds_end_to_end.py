@@ -9,7 +9,8 @@ import statistics
 
 import pytest
 
-from tests.sweep.test_end_to_end import TINY, _vitjax, run_sweep_file
+from tests.paths import TINY
+from tests.sweep.sweep_files import run_sweep_file, run_vitjax
 from vitjax.sweep import aggregate, table
 
 SWEEP = f'''
@@ -68,7 +69,7 @@ def test_paired_difference_on_the_swept_runs(swept):
 
 def test_plot_draws_means_over_seeds(swept, tmp_path):
     figures = tmp_path / "figures"
-    run = _vitjax("plot", str(swept), "--out", str(figures))
+    run = run_vitjax("plot", str(swept), "--out", str(figures))
     assert run.returncode == 0, run.stderr[-3000:]
     for name in ("data_scaling", "compute"):
         assert (figures / f"{name}.png").stat().st_size > 10_000, name

@@ -3,27 +3,20 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
 from vitjax import config as config_layer
 from vitjax.sweep import runner, spec, table
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
-
-
-def _sweep_file(tmp_path, body, name="sweep.py"):
-    path = tmp_path / name
-    path.write_text(f"TINY = {TINY!r}\n" + textwrap.dedent(body))
-    return str(path)
+from tests.paths import ROOT, TINY
+from tests.sweep.sweep_files import write_sweep_file
 
 
 # --- sweep files -------------------------------------------------------------------------------
 
 def test_a_good_sweep_resolves_every_run(tmp_path):
-    path = _sweep_file(tmp_path, """
+    path = write_sweep_file(tmp_path, """
         FEWSHOT = dict(shots=(1, 5), seeds=2)
         def get_runs(arg=None):
             return [(f"vit_n{n}", TINY + ":steps=5", {"data.train_size": n, "data.pp_train": "value_range(-1, 1)",
@@ -38,7 +31,7 @@ def test_a_good_sweep_resolves_every_run(tmp_path):
 
 
 def test_budget_and_title_go_into_sweep_json(tmp_path):
-    path = _sweep_file(tmp_path, """
+    path = write_sweep_file(tmp_path, """
         BUDGET = "steps = max(1,200, 8 epochs), batch 128"
         TITLE = "ViT vs BiT"
         def get_runs(arg=None):
@@ -49,7 +42,7 @@ def test_budget_and_title_go_into_sweep_json(tmp_path):
     table.write_definition(str(tmp_path), sweep.describe())
     saved = json.loads((tmp_path / table.SWEEP).read_text())
     assert (saved["budget"], saved["title"]) == (sweep.budget, sweep.title)
-    bare = spec.load(_sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('a', TINY, {})]\n", "bare.py"))
+    bare = spec.load(write_sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('a', TINY, {})]\n", "bare.py"))
     assert bare.describe()["budget"] is None and bare.describe()["title"] is None
 
 
@@ -73,25 +66,25 @@ def test_budget_and_title_go_into_sweep_json(tmp_path):
 ])
 def test_bad_sweep_files_fail_with_a_clear_message(tmp_path, body, message):
     with pytest.raises(spec.SweepError) as error:
-        spec.load(_sweep_file(tmp_path, body))
+        spec.load(write_sweep_file(tmp_path, body))
     assert message in str(error.value)
 
 
 def test_unknown_override_key_error_names_the_field_and_the_fix(tmp_path):
-    path = _sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('b', TINY, {'data.trian_size': 10})]\n")
+    path = write_sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('b', TINY, {'data.trian_size': 10})]\n")
     with pytest.raises(spec.SweepError, match=r"did you mean 'data.train_size'"):
         spec.load(path)
 
 
 def test_unknown_only_name_is_refused(tmp_path):
-    sweep = spec.load(_sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('a', TINY, {}), ('b', TINY)]\n"))
+    sweep = spec.load(write_sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('a', TINY, {}), ('b', TINY)]\n"))
     assert [r.name for r in sweep.select(["b"])] == ["b"]
     with pytest.raises(spec.SweepError, match="does not define: c; its runs are: a, b"):
         sweep.select(["b", "c"])
 
 
 def test_cli_refuses_a_bad_sweep_before_any_run_starts(tmp_path):
-    path = _sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('a', TINY, {}), ('b', TINY, {'modl.width': 8})]\n")
+    path = write_sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('a', TINY, {}), ('b', TINY, {'modl.width': 8})]\n")
     out = tmp_path / "out"
     run = subprocess.run([sys.executable, "-m", "vitjax", "sweep", path, "--workdir", str(out)],
                          capture_output=True, text=True, check=False, timeout=300, cwd=ROOT)
@@ -101,7 +94,7 @@ def test_cli_refuses_a_bad_sweep_before_any_run_starts(tmp_path):
 
 
 def test_dry_run_writes_nothing_and_shows_the_commands(tmp_path):
-    sweep = spec.load(_sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('a', TINY, {'lr': 0.01})]\n"))
+    sweep = spec.load(write_sweep_file(tmp_path, "def get_runs(arg=None):\n    return [('a', TINY, {'lr': 0.01})]\n"))
     lines = []
     assert runner.run_sweep(sweep, str(tmp_path / "out"), dry_run=True, echo=lines.append) == 0
     assert lines[0] == "a: pending -> train"

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.sweep.test_spec import _sweep_file
+from tests.sweep.sweep_files import write_sweep_file
 from vitjax import config as config_layer
 from vitjax import rundir, xla_cpu
 from vitjax.sweep import runner, spec, stale, table
@@ -42,10 +42,10 @@ def trained_then_edited(tmp_path, monkeypatch):
     monkeypatch.setenv("VITJAX_CPU_DEVICES", "1")  # this process's JAX backend has started already
     monkeypatch.delenv(xla_cpu.ENV_DEFAULTS, raising=False)
     out = tmp_path / "out"
-    old = spec.load(_sweep_file(tmp_path, NO_FEWSHOT + OLD, "old.py"))
+    old = spec.load(write_sweep_file(tmp_path, NO_FEWSHOT + OLD, "old.py"))
     for run, accuracy in zip(old.runs, (0.91, 0.87)):
         _finished(out / run.name, _as_trained_on_a_cpu(run), accuracy)
-    return spec.load(_sweep_file(tmp_path, NO_FEWSHOT + EDITED, "edited.py")), out
+    return spec.load(write_sweep_file(tmp_path, NO_FEWSHOT + EDITED, "edited.py")), out
 
 
 def _rows(out):

@@ -4,7 +4,7 @@ import json
 import os
 import threading
 
-from tests.sweep.test_spec import _sweep_file
+from tests.sweep.sweep_files import write_sweep_file
 from vitjax.sweep import runner, spec, table
 
 THREADS, WRITES = 8, 40
@@ -31,7 +31,7 @@ def _all_at_once(write):
 
 
 def test_concurrent_table_writes_neither_fail_nor_leave_half_files(tmp_path):
-    sweep = spec.load(_sweep_file(tmp_path, "def get_runs(arg=None):\n"
+    sweep = spec.load(write_sweep_file(tmp_path, "def get_runs(arg=None):\n"
                                             "    return [(f'r{i}', TINY, {'lr': 0.01 * i}) for i in range(1, 6)]\n"))
     out = tmp_path / "out"
     os.makedirs(out)

@@ -13,8 +13,9 @@ import json
 import numpy as np
 import pytest
 
-from tests.sweep.test_end_to_end import TINY, run_sweep_file
-from vitjax.data import synthetic_source
+from tests.paths import TINY
+from tests.sweep.sweep_files import run_sweep_file
+from vitjax.data import sources
 from vitjax.sweep import table
 
 SWEEP = f'''
@@ -40,7 +41,7 @@ def swept(tmp_path_factory):
 
 def _test_labels():
     """The tiny config's synthetic test labels (512 train, 128 test, 16x16x3, 4 classes, seed 0)."""
-    return synthetic_source.make("test", 512, 128, (16, 16, 3), 4, 0)[1]
+    return sources.make_synthetic("test", 512, 128, (16, 16, 3), 4, 0)[1]
 
 
 def test_the_model_trains_on_its_two_classes_and_each_probe_on_its_own(swept):

@@ -23,8 +23,7 @@ from vitjax import config_compare
 from vitjax import metrics_log
 from tests.train import tiny_config
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
+from tests.paths import ROOT, TINY
 STEPS = 24
 FLAGS = ("--config.log_every_steps=1", "--config.checkpoint_every_steps=1", "--config.keep_checkpoints=2")
 

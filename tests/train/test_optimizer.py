@@ -19,7 +19,7 @@ from vitjax import durations as durations_lib, models
 from vitjax.config import base, load_config
 from vitjax.train import optimizer
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.paths import ROOT
 
 
 def _config(**values):

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.train.test_trainer import ROOT, TINY
+from tests.paths import ROOT, TINY
 from vitjax.config import load_config
 from vitjax.train import trainer
 

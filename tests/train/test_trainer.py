@@ -14,8 +14,7 @@ from vitjax import metrics_log
 from vitjax import train_lock
 from tests.train import tiny_config
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
+from tests.paths import ROOT, TINY
 
 
 def _losses(workdir):

@@ -9,8 +9,7 @@ import pytest
 from vitjax.train import trainer, validate
 from tests.train import tiny_config
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TINY = os.path.join(ROOT, "tests", "train", "tiny_config.py")
+from tests.paths import ROOT, TINY
 
 
 def _set(config, key, value):
