@@ -25,7 +25,7 @@ Protocol, as on the laptop:
   ImageNet-21k one (13M -> 285,645 steps, 1.17B examples). So 1.3M and 3M train 95,000 steps (300 and
   130 epochs), 6M 131,836, 13M 285,645: the paper's 0.4B-to-1.3B pattern over our sizes.
 - **Paired seeds:** seed s is the training seed of both families at every size. Streamed subsets are
-  the first N examples in tfds's stored order, the same for every seed (vitjax/data/streaming.py), so
+  the first N examples in tfds's stored order, the same for every seed (vitjax/data/pipeline.py), so
   seeds vary initialisation, dropout and order, not the draw.
 `:ladder=true` trains each family and size at 1x, 2x and 4x that budget (warmup-stable-decay, one trunk
 of 4x whose checkpoints start the shorter rungs' cooldowns), for the laptop study's convergence rule

@@ -199,10 +199,10 @@ def data_defaults() -> ml_collections.ConfigDict:
     # 'val' split is that split, read whole with pp_eval; for streamed datasets, where val_size cannot hold
     # one out. Keeping it disjoint from train_split is the config's job. Not together with val_size.
     c.val_split = ""
-    # Preprocessing op strings "op(args)|op|...". Both must give the same image shape. Ops: resize,
-    # random_crop, central_crop, inception_crop, flip_lr, value_range, to_rgb, decode (vitjax/data/pp_ops.py);
-    # randaugment(n, m, ops=None, p=1.0, mstd=0.0, ...) (pp_randaugment.py) and random_erasing(p=0.25,
-    # area=(0.02, 0.333), aspect=(0.3, 3.3), fill='pixel'|'zero') (pp_erasing.py), both before value_range.
+    # Preprocessing op strings "op(args)|op|...". Both must give the same image shape. Ops (all in
+    # vitjax/data/pp_ops.py): resize, random_crop, central_crop, inception_crop, flip_lr, value_range, to_rgb,
+    # decode; randaugment(n, m, ops=None, p=1.0, mstd=0.0, ...) and random_erasing(p=0.25,
+    # area=(0.02, 0.333), aspect=(0.3, 3.3), fill='pixel'|'zero'), both before value_range.
     c.pp_train = "random_crop(28, pad=2)|flip_lr|value_range(-1, 1)"
     c.pp_eval = "value_range(-1, 1)"
     # Batch-level mixing (vitjax/data/mixing.py), one draw per step keyed by (seed, step). Mixup: 0 off,
@@ -215,7 +215,7 @@ def data_defaults() -> ml_collections.ConfigDict:
     c.mixup_switch_prob = 0.5
     # R > 1: repeated augmentation (Hoffer et al. 2020; DeiT uses 3): each global batch holds batch/R
     # examples R times each, differently augmented; an epoch still counts n examples (so n/R distinct
-    # ones). batch_size must be divisible by R; in-memory data only (vitjax/data/order.py).
+    # ones). batch_size must be divisible by R; in-memory data only (vitjax/data/pipeline.py).
     c.repeated_augmentation = 1
     # None: hold the split in memory when its decoded images are known to take at most `in_memory_max_gb`;
     # otherwise stream it from tfds (only tfds datasets can stream).

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from vitjax import data
-from vitjax.data import augment_ops
+from vitjax.data import pp_ops
 from vitjax.data.preprocess import UNIFORMS_PER_OP, Preprocess
 
 GREY = np.random.default_rng(0).integers(0, 256, (6, 16, 16, 1)).astype(np.uint8)
@@ -47,7 +47,7 @@ def test_magnitude_zero_identity_only_and_p_zero_are_the_identity():
         np.testing.assert_array_equal(run("random_erasing(0.0)", images), images)
 
 
-@pytest.mark.parametrize("name", list(augment_ops.TRANSFORMS))
+@pytest.mark.parametrize("name", list(pp_ops.TRANSFORMS))
 @pytest.mark.parametrize("images", [GREY, RGB, RGB.astype(np.float32)], ids=["grey", "rgb", "rgb-float"])
 def test_each_transform_keeps_shape_dtype_and_range(name, images):
     out = run(f"randaugment(2, 10, ops=('{name}',), mstd=1.0)", images)

@@ -4,19 +4,19 @@ import numpy as np
 import pytest
 
 from vitjax import data
-from vitjax.data import config, pipeline, sources, subset
+from vitjax.data import config, pipeline, sources
 
 LABELS = np.random.default_rng(1).integers(0, 10, 6_000)
 
 
 def _training(size, seed=0, class_balanced=False, val_size=500, val_seed=0):
-    return subset.training_indices(LABELS, size, seed, class_balanced, 10, val_size=val_size, val_seed=val_seed)
+    return sources.training_indices(LABELS, size, seed, class_balanced, 10, val_size=val_size, val_seed=val_seed)
 
 
 @pytest.mark.parametrize("subset_seed", [0, 1, 5])
 @pytest.mark.parametrize("class_balanced", [False, True])
 def test_validation_is_disjoint_from_every_training_subset_and_subsets_stay_nested(subset_seed, class_balanced):
-    held = set(subset.holdout_indices(LABELS, 500, 0, 10))
+    held = set(sources.holdout_indices(LABELS, 500, 0, 10))
     previous = set()
     for size in (100, 1000, 3000, 5000 if class_balanced else 5500):
         picked = _training(size, subset_seed, class_balanced)
@@ -28,11 +28,11 @@ def test_validation_is_disjoint_from_every_training_subset_and_subsets_stay_nest
 
 
 def test_validation_is_class_balanced_and_fixed_by_val_seed_alone():
-    held = subset.holdout_indices(LABELS, 503, 0, 10)
+    held = sources.holdout_indices(LABELS, 503, 0, 10)
     counts = np.bincount(LABELS[held], minlength=10)
     assert counts.max() - counts.min() <= 1 and counts.sum() == 503 and len(set(held)) == 503
-    np.testing.assert_array_equal(held, subset.holdout_indices(LABELS, 503, 0, 10))
-    assert set(held) != set(subset.holdout_indices(LABELS, 503, 1, 10))
+    np.testing.assert_array_equal(held, sources.holdout_indices(LABELS, 503, 0, 10))
+    assert set(held) != set(sources.holdout_indices(LABELS, 503, 1, 10))
     # The training subset's seed and size do not move it (the training seed never reaches the data config).
     cfg = dict(name="synthetic", val_size=40, pp_train="", synthetic=dict(num_train=300, image_shape=(4, 4, 1)))
     first = _val_labels_and_images(dict(cfg, subset_seed=0, train_size=100))
@@ -48,10 +48,10 @@ def _val_labels_and_images(cfg):
 def test_val_size_0_draws_exactly_the_subsets_of_before():
     for size, seed, balanced in [(None, 0, False), (777, 0, False), (777, 3, False), (95, 2, True)]:
         np.testing.assert_array_equal(
-            subset.training_indices(LABELS, size, seed, balanced, 10),
-            subset.subset_indices(LABELS, size, seed, balanced, 10),
+            sources.training_indices(LABELS, size, seed, balanced, 10),
+            sources.subset_indices(LABELS, size, seed, balanced, 10),
         )
-    assert len(subset.holdout_indices(LABELS, 0)) == 0
+    assert len(sources.holdout_indices(LABELS, 0)) == 0
 
 
 def test_the_pipeline_evaluates_the_held_out_examples_once_and_trains_on_the_rest():
@@ -77,7 +77,7 @@ def test_the_pipeline_evaluates_the_held_out_examples_once_and_trains_on_the_res
 ])
 def test_a_validation_split_that_cannot_be_held_out_is_refused(val_size, message):
     with pytest.raises(data.DataError, match=message):
-        subset.holdout_indices(LABELS, val_size, 0, 10)
+        sources.holdout_indices(LABELS, val_size, 0, 10)
 
 
 def test_config_errors_name_the_key():

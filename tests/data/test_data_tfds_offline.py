@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from vitjax import data
-from vitjax.data import fashion_mnist_offline
+from vitjax.data import tfds_source
 
-DEBIAN_FILES_MISSING = fashion_mnist_offline.missing_files(fashion_mnist_offline.DEBIAN_DIR)
+DEBIAN_FILES_MISSING = tfds_source.missing_files(tfds_source.DEBIAN_DIR)
 needs_debian_files = pytest.mark.skipif(
     bool(DEBIAN_FILES_MISSING),
-    reason=f"Debian package dataset-fashion-mnist not installed ({fashion_mnist_offline.DEBIAN_DIR} lacks "
+    reason=f"Debian package dataset-fashion-mnist not installed ({tfds_source.DEBIAN_DIR} lacks "
     f"{DEBIAN_FILES_MISSING}); `apt-get install dataset-fashion-mnist` to run these tests.",
 )
 
@@ -73,7 +73,7 @@ def test_fashion_mnist_prepared_offline_on_first_use(offline):
 
 
 def read_idx(name, offset):
-    with gzip.open(os.path.join(fashion_mnist_offline.DEBIAN_DIR, name)) as f:
+    with gzip.open(os.path.join(tfds_source.DEBIAN_DIR, name)) as f:
         return np.frombuffer(f.read(), np.uint8, offset=offset)
 
 
@@ -133,7 +133,7 @@ def test_unknown_and_unprepared_tfds_names_fail_without_network(tmp_path):
 
 def test_missing_debian_files_say_how_to_get_them(tmp_path):
     with pytest.raises(data.MissingDataError, match=r"apt-get install dataset-fashion-mnist.*vitjax data prepare fashion_mnist --download"):
-        fashion_mnist_offline.prepare_offline(str(tmp_path / "tfds"), raw_dir=str(tmp_path / "nowhere"))
+        tfds_source.prepare_offline(str(tmp_path / "tfds"), raw_dir=str(tmp_path / "nowhere"))
 
 
 @needs_debian_files

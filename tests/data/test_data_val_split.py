@@ -5,14 +5,14 @@ import numpy as np
 import pytest
 
 from vitjax import data
-from vitjax.data import synthetic_source
+from vitjax.data import sources
 from tests.data.test_data_tfds_offline import needs_debian_files, offline  # noqa: F401 (a fixture)
 
 
 @pytest.fixture(scope="module")
 def npz(tmp_path_factory):
     """An npz dataset with splits train (200), minival (40) and test (50): 4 classes, 8x8x1 images."""
-    make = lambda split, n, seed: synthetic_source.make(split, n, n, (8, 8, 1), 4, seed)
+    make = lambda split, n, seed: sources.make_synthetic(split, n, n, (8, 8, 1), 4, seed)
     splits = {"train": make("train", 200, 0), "minival": make("test", 40, 1), "test": make("test", 50, 0)}
     path = tmp_path_factory.mktemp("npz") / "data.npz"
     np.savez(path, **{f"{s}_{k}": a for s, pair in splits.items() for k, a in zip(("images", "labels"), pair)})

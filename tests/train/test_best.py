@@ -6,7 +6,7 @@ import jax
 import numpy as np
 import pytest
 
-from vitjax.data import synthetic_source
+from vitjax.data import sources
 from vitjax.evaluate.classification import Evaluator
 from vitjax.train import best, trainer
 from vitjax.train.preemption import Preempted
@@ -147,7 +147,7 @@ def test_only_a_strict_improvement_is_saved(tmp_path):
 
 def test_a_named_validation_split_is_tracked_like_a_held_out_one(tmp_path):
     """data.val_split (how streamed datasets get one) turns best-validation selection on as val_size does."""
-    make = lambda split, n: synthetic_source.make(split, n, n, (16, 16, 3), 4, 0)
+    make = lambda split, n: sources.make_synthetic(split, n, n, (16, 16, 3), 4, 0)
     arrays = {"train": make("train", 512), "dev": make("test", 64), "test": make("test", 128)}
     np.savez(tmp_path / "d.npz", **{f"{s}_{k}": a for s, pair in arrays.items()
                                     for k, a in zip(("images", "labels"), pair)})

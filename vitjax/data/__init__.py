@@ -10,17 +10,20 @@ Public API (what the trainer and the CLI call):
   to_global(batch, sharding), prefetch(iterator, sharding, size)   numpy -> global jax.Arrays
 Errors: DataError (a ValueError) for unusable data or configs, MissingDataError (a FileNotFoundError) for
 data that is not on disk.
+
+Files, each importing only those above it: config.py (the config, the errors); pp_ops.py (the preprocessing
+ops and their registry); preprocess.py (the pp string parser); tfds_source.py (tfds datasets, Fashion-MNIST
+offline); sources.py (in-memory splits, subsets, get_info); mixing.py (Mixup/CutMix); pipeline.py (batches,
+streamed or from memory, and onto the devices).
 """
 
 import tensorflow as tf
 
-from vitjax.data.config import default_config, has_validation
-from vitjax.data.device import prefetch, to_global
-from vitjax.data.errors import DataError, MissingDataError
-from vitjax.data.info import DataInfo, get_info
-from vitjax.data.pipeline import VAL, EvalBatches, eval_batches, train_batches
-from vitjax.data.pp_registry import register as register_pp_op
+from vitjax.data.config import DataError, MissingDataError, default_config, has_validation
+from vitjax.data.pipeline import VAL, EvalBatches, eval_batches, prefetch, to_global, train_batches
+from vitjax.data.pp_ops import register as register_pp_op
 from vitjax.data.preprocess import known_ops
+from vitjax.data.sources import DataInfo, get_info
 from vitjax.data.tfds_source import prepare
 
 # TF only runs the input pipeline: keep it off accelerators, whose memory JAX needs (a no-op with

@@ -1,9 +1,13 @@
-"""The data config: its defaults, and the check that turns a user's (possibly partial) config into a full one.
+"""The data config: its defaults, the check that turns a user's (possibly partial) config into a full one,
+and the error types of the data package.
 
 The trainer embeds `default_config()` (vitjax/config.py's `data_defaults`) as `config.data`; tests and
 tools may pass a plain dict with only the fields they care about. Either way `resolve` fills in the
 defaults and rejects unknown keys (a typo such as `trian_size` must fail before anything is loaded, not
 silently train on the whole split).
+
+Both error types subclass built-in errors so callers may catch `ValueError` / `FileNotFoundError` without
+importing vitjax; the subclasses exist so the CLI can tell "your data is wrong" apart from a bug in the code.
 """
 
 import difflib
@@ -12,7 +16,14 @@ import ml_collections
 
 # The defaults live with the rest of the config schema, which loads without TensorFlow or JAX.
 from vitjax.config import data_defaults as default_config
-from vitjax.data.errors import DataError
+
+
+class DataError(ValueError):
+    """The data or the data config is unusable; the message names the bad value and the fix."""
+
+
+class MissingDataError(FileNotFoundError):
+    """Data that must be on disk (we never download at run time) is not there; the message says how to get it."""
 
 
 def _suggest(key, known):

@@ -1,11 +1,12 @@
-"""Preprocessing op strings: the parser for "op(args)|op|..." and the ops it finds by name (pp_registry.py).
+"""Preprocessing op strings: the parser for "op(args)|op|..." and the ops it finds by name (pp_ops.py).
 
 An op is registered as a factory: called with the arguments written in the string, it returns a function
 `fn(images, u) -> images` on a BATCH: images is a uint8 or float32 [b, H, W, C] tf.Tensor, u is float32
 [b, UNIFORMS_PER_OP] of uniform [0, 1) numbers, one row per image, that are the op's only source of
-randomness. The caller draws u keyed by (run seed, step, example) (see draws.py), so augmentations are
-reproducible, independent of the process count, and the same whether an op runs on a whole batch (fast:
-images of one size) or on batches of one (images whose sizes vary until an op resizes them).
+randomness. The caller draws u keyed by (run seed, step, example) (pipeline.py's batch_uniforms), so
+augmentations are reproducible, independent of the process count, and the same whether an op runs on a
+whole batch (fast: images of one size) or on batches of one (images whose sizes vary until an op resizes
+them).
 
 Op arguments are Python literals only (parsed with `ast`, never `eval`), so a config cannot run code.
 """
@@ -15,15 +16,14 @@ import inspect
 
 import tensorflow as tf
 
-from vitjax.data import pp_erasing, pp_ops, pp_randaugment  # noqa: F401  (register the built-in ops)
-from vitjax.data import pp_registry
-from vitjax.data.errors import DataError
+from vitjax.data import pp_ops
+from vitjax.data.config import DataError
 
 UNIFORMS_PER_OP = 4
 
 
 def known_ops():
-    return pp_registry.names()
+    return pp_ops.names()
 
 
 def _parse_op(text, pp):
@@ -63,10 +63,10 @@ class Preprocess:
         self.pp = pp
         self._fns = []
         for name, args, kwargs in parse(pp):
-            factory = pp_registry.factory(name)
+            factory = pp_ops.factory(name)
             if factory is None:
                 raise DataError(
-                    f"Unknown pp op {name!r} in {pp!r}. Known ops: {', '.join(pp_registry.names())}."
+                    f"Unknown pp op {name!r} in {pp!r}. Known ops: {', '.join(pp_ops.names())}."
                 )
             try:
                 inspect.signature(factory).bind(*args, **kwargs)
