@@ -500,6 +500,25 @@ def _provisional_without_spread(decided: dict) -> dict:
     return decided
 
 
+def replicates(rows, other_rows) -> dict:
+    """Per run name finished in both: the same config and seed trained twice (e.g. on two hosts or
+    code versions). Test accuracy at the best step and best validation accuracy of each (points), their
+    differences (first minus second) and each run's pair_key: the size of what a host or code change
+    alone moves."""
+    other = {r["name"]: r for r in other_rows if r.get("status") == "finished"}
+    found = {}
+    for r in rows:
+        o = other.get(r["name"])
+        if r.get("status") != "finished" or o is None:
+            continue
+        found[r["name"]] = {
+            "test_at_best": (100 * r["accuracy"], 100 * o["accuracy"]),
+            "test_difference": 100 * (r["accuracy"] - o["accuracy"]),
+            "val_difference": 100 * (r["best_val_accuracy"] - o["best_val_accuracy"]),
+            "pair_keys": (r.get("pair_key"), o.get("pair_key"))}
+    return dict(sorted(found.items()))
+
+
 def tuning(rows) -> dict:
     """Per 'family_n<size>' of experiments/tuning.py's runs: best validation accuracy (points) of each
     (lr, weight decay), the pick (the highest) and the grid edges it sits on (then the grid extends)."""
@@ -547,6 +566,9 @@ def main(argv=None) -> int:
                                                          "converged budget")
     parser.add_argument("--chosen", help="convergence.json of a committed ladder: C1-C4 take each family's "
                                          "converged multiple from it, not from the seed-0 ladders of --convergence")
+    parser.add_argument("--replicates", nargs=2, metavar=("DIR", "OTHER"),
+                        help="two sweep (or results) directories training runs of the same names: each shared "
+                             "run's accuracy in both and the difference")
     parser.add_argument("--tuning", help="experiments/tuning.py's sweep (or results) directory: each family's pick")
     parser.add_argument("--out", help="write the read-outs as JSON here")
     parser.add_argument("--markdown", action="store_true", help="also print the plain arm's table (markdown)")
@@ -581,6 +603,11 @@ def main(argv=None) -> int:
             with open(args.chosen) as f:
                 chosen = json.load(f)
         found.update(converged_arm(merged_rows(args.convergence), chosen))
+    if args.replicates:
+        first, second = (merged_rows([d]) for d in args.replicates)
+        for name, r in replicates(first, second).items():
+            print(f"{name}: test at best {r['test_at_best'][0]:.2f} / {r['test_at_best'][1]:.2f} "
+                  f"({r['test_difference']:+.2f}), best validation {r['val_difference']:+.2f}")
     if args.tuning:
         for name, point in tuning(table.read(args.tuning)).items():
             edges = f"; on the grid edge: {', '.join(point['edges'])}" if point["edges"] else ""

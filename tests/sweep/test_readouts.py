@@ -391,6 +391,16 @@ def test_converged_read_outs_take_the_multiples_of_a_committed_ladder():
     assert decided == readouts.converged_arm(_ladder_table())
 
 
+def test_replicates_pair_runs_of_one_name_and_give_the_difference():
+    first = [ladder_row("vit", 550, 0, 1, 63.3, 63.9, key="B"), ladder_row("bit", 550, 0, 1, 70.0, 70.0, key="B")]
+    second = [ladder_row("vit", 550, 0, 1, 65.1, 64.9, key="A"), {**ladder_row("bit", 550, 0, 1, 0, 0), "status": "pending"}]
+    found = readouts.replicates(first, second)
+    assert list(found) == ["vit_n550_s0_x1"]  # a run finished in one of them only is no replicate
+    assert found["vit_n550_s0_x1"]["test_difference"] == pytest.approx(-1.0)
+    assert found["vit_n550_s0_x1"]["val_difference"] == pytest.approx(-1.8)
+    assert found["vit_n550_s0_x1"]["pair_keys"] == ("B", "A")
+
+
 def _write_table(path, rows):
     path.mkdir()
     (path / "results.json").write_text(json.dumps({"columns": sorted(rows[0]), "runs": rows}))
