@@ -94,10 +94,10 @@ def uninterrupted_faults_run(tmp_path_factory):
     """The reference of the kill-and-resume tests (tests/train/test_faults.py, tests/gcs): its tiny run of
     STEPS steps through `vitjax train` in a subprocess, uninterrupted, in a local workdir. One for the session:
     both modules compared against the same command's run, trained twice. They must not write into it."""
-    from tests.train import test_faults
+    from tests.train import kill_and_resume
 
     workdir = tmp_path_factory.mktemp("uninterrupted")
-    run = test_faults._run(workdir)
+    run = kill_and_resume.run_vitjax_train(workdir)
     assert run.returncode == 0, run.stderr[-3000:]
     return workdir
 
@@ -107,8 +107,8 @@ def trained_tiny_dino_run(tmp_path_factory):
     """A DINO run of tests/objectives/test_dino_training.py's settings (the tiny ViT, 4 steps, a checkpoint
     every 2, logs every step) through `vitjax train`; shared by that module and the k-NN evaluation tests,
     which must not write into it."""
-    from tests.objectives import test_dino_training
+    from tests.objectives import dino_tiny
 
     workdir = str(tmp_path_factory.mktemp("trained_tiny_dino_run") / "run")
-    test_dino_training.train(workdir)
+    dino_tiny.train(workdir)
     return workdir

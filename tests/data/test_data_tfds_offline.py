@@ -5,52 +5,13 @@ test asserts none was made, so "works offline" is proven rather than assumed."""
 import gzip
 import os
 import shutil
-import socket
 
 import numpy as np
 import pytest
 
 from vitjax import data
 from vitjax.data import tfds_source
-
-DEBIAN_FILES_MISSING = tfds_source.missing_files(tfds_source.DEBIAN_DIR)
-needs_debian_files = pytest.mark.skipif(
-    bool(DEBIAN_FILES_MISSING),
-    reason=f"Debian package dataset-fashion-mnist not installed ({tfds_source.DEBIAN_DIR} lacks "
-    f"{DEBIAN_FILES_MISSING}); `apt-get install dataset-fashion-mnist` to run these tests.",
-)
-
-
-def _block_network(mp):
-    """Makes every connection attempt fail; returns the list the attempts are recorded in."""
-    attempts = []
-
-    def refuse(*args, **kwargs):
-        attempts.append(args[1:] if args else kwargs)
-        raise OSError("network disabled in this test")
-
-    mp.setattr(socket.socket, "connect", lambda self, *a, **k: refuse(self, *a, **k))
-    mp.setattr(socket.socket, "connect_ex", lambda self, *a, **k: refuse(self, *a, **k))
-    mp.setattr(socket, "create_connection", lambda *a, **k: refuse(None, *a, **k))
-    mp.setattr(socket, "getaddrinfo", lambda *a, **k: refuse(None, *a, **k))
-    return attempts
-
-
-@pytest.fixture(scope="module")
-def offline():
-    """(data_dir, attempts): Fashion-MNIST prepared on first use (by get_info) into a fresh dir, no network."""
-    import tempfile  # pylint: disable=import-outside-toplevel
-
-    with pytest.MonkeyPatch.context() as mp, tempfile.TemporaryDirectory() as data_dir:
-        attempts = _block_network(mp)
-        if not DEBIAN_FILES_MISSING:
-            info = data.get_info(dict(name="fashion_mnist", data_dir=data_dir))
-            assert info == data.DataInfo(
-                num_train=60_000, num_test=10_000, num_classes=10, image_shape=(28, 28, 1)
-            )
-        yield data_dir, attempts
-        assert not attempts, f"network was tried: {attempts}"
-
+from tests.data.offline_fashion_mnist import block_network, needs_debian_files
 
 @needs_debian_files
 def test_fashion_mnist_prepared_offline_on_first_use(offline):
@@ -121,7 +82,7 @@ def test_streaming_path_shards_and_pads(offline):
 
 def test_unknown_and_unprepared_tfds_names_fail_without_network(tmp_path):
     with pytest.MonkeyPatch.context() as mp:
-        attempts = _block_network(mp)
+        attempts = block_network(mp)
         with pytest.raises(data.DataError, match="'fashion_mnits'.*Did you mean 'fashion_mnist'"):
             data.get_info(dict(name="fashion_mnits", data_dir=str(tmp_path)))
         with pytest.raises(
@@ -161,7 +122,7 @@ def test_a_prepared_dataset_without_a_registered_builder_is_read_from_its_direct
 def test_data_prepare_without_its_files_says_how_in_one_line(tmp_path, monkeypatch, name, fix):
     from vitjax import cli
 
-    attempts = _block_network(monkeypatch)
+    attempts = block_network(monkeypatch)
     with pytest.raises(SystemExit, match=rf"vitjax data prepare: error: tfds dataset '{name}' is not prepared .*{fix}"):
         cli.main(["data", "prepare", name, "--data_dir", str(tmp_path)])
     with pytest.raises(data.MissingDataError, match=fix):  # what training on it says

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from vitjax import data
+from tests.data.iterators import take
 
 CFG = dict(
     name="synthetic",
@@ -11,10 +12,6 @@ CFG = dict(
     pp_eval="value_range(-1, 1)",
     synthetic=dict(num_train=96, num_test=40, image_shape=(8, 8, 3), num_classes=4),
 )
-
-
-def take(it, n):
-    return [next(it) for _ in range(n)]
 
 
 def assert_same(a, b):

@@ -6,7 +6,7 @@ import pytest
 
 from vitjax import data
 from vitjax.data import sources
-from tests.data.test_data_tfds_offline import needs_debian_files, offline  # noqa: F401 (a fixture)
+from tests.data.offline_fashion_mnist import needs_debian_files
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_without_a_validation_split_val_is_refused(npz):
 
 
 @needs_debian_files
-def test_a_streamed_dataset_validates_on_a_named_slice(offline):  # noqa: F811
+def test_a_streamed_dataset_validates_on_a_named_slice(offline):
     data_dir, attempts = offline
     cfg = dict(name="fashion_mnist", data_dir=data_dir, in_memory=False, shuffle_buffer=100,
                train_split="train[1000:]", val_split="train[:1000]", train_size=2000, pp_train="value_range(0, 1)")

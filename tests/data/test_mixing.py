@@ -5,7 +5,7 @@ import pytest
 
 from vitjax import data
 from vitjax.data import config, mixing
-from tests.data.test_data_train_batches import take
+from tests.data.iterators import take
 
 CFG = dict(
     name="synthetic",

@@ -14,7 +14,7 @@ import signal
 
 import pytest
 
-from tests.train import test_faults, tiny_config
+from tests.train import kill_and_resume, tiny_config
 from vitjax import rundir, storage
 from vitjax.interop import npz
 from vitjax.sweep import plots, table
@@ -34,12 +34,12 @@ def uninterrupted(uninterrupted_faults_run):
 def resumed(gcs, uninterrupted):
     """A run in gs://.../killed, killed with SIGKILL at a seeded random step and run again to its end."""
     workdir = f"{gcs}/killed"
-    kill_at = random.Random(test_faults.KILL_SEED).randint(5, test_faults.STEPS - 10)
-    process = test_faults._start_and_wait(workdir, kill_at)
+    kill_at = random.Random(kill_and_resume.KILL_SEED).randint(5, kill_and_resume.STEPS - 10)
+    process = kill_and_resume.start_and_wait(workdir, kill_at)
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert not rundir.exists(workdir, rundir.RESULTS)
-    run = test_faults._run(workdir)
+    run = kill_and_resume.run_vitjax_train(workdir)
     assert run.returncode == 0, run.stderr[-3000:]
     return workdir, run
 
@@ -54,7 +54,7 @@ def test_sigkill_in_a_bucket_then_resume_is_bitwise_exact(resumed, uninterrupted
     assert "has no file locks: nothing stops a second trainer" in run.stdout
     assert "train.lock names another trainer" in run.stdout
     assert not rundir.exists(workdir, rundir.LOCK)
-    test_faults._assert_bitwise_equal(test_faults._final_params(workdir), test_faults._final_params(uninterrupted))
+    kill_and_resume.assert_bitwise_equal(kill_and_resume.final_params(workdir), kill_and_resume.final_params(uninterrupted))
 
 
 def test_a_corrupt_step_in_a_bucket_is_set_aside_and_the_previous_one_resumed(resumed, uninterrupted):
@@ -64,13 +64,13 @@ def test_a_corrupt_step_in_a_bucket_is_set_aside_and_the_previous_one_resumed(re
     state = storage.as_path(locations.step_dir(locations.checkpoint_dir(workdir), steps[-1])) / locations.STATE
     largest = max(storage.files_below(state), key=lambda p: p.stat().length)
     largest.unlink()
-    run = test_faults._run(workdir)
+    run = kill_and_resume.run_vitjax_train(workdir)
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"checkpoint step {steps[-1]} is corrupt" in run.stdout
     assert f"resuming from step {steps[-2]}" in run.stdout
     aside = storage.listdir(locations.corrupt_dir(locations.checkpoint_dir(workdir)))
     assert [name.split("-")[0] for name in aside] == [str(steps[-1])]
-    test_faults._assert_bitwise_equal(test_faults._final_params(workdir), test_faults._final_params(uninterrupted))
+    kill_and_resume.assert_bitwise_equal(kill_and_resume.final_params(workdir), kill_and_resume.final_params(uninterrupted))
 
 
 def test_init_from_a_gs_npz_reads_the_same_parameters_as_a_local_one(gcs, trained_tiny_run, tmp_path):
@@ -79,7 +79,7 @@ def test_init_from_a_gs_npz_reads_the_same_parameters_as_a_local_one(gcs, traine
     assert remote == f"{gcs}/weights/tiny.npz" and storage.exists(remote)
     model = trainer.plan(tiny_config.get_config()).model
     from_local, from_bucket = (load_pretrained(path, model, (16, 16, 3)) for path in (local, remote))
-    test_faults._assert_bitwise_equal(from_bucket, from_local)
+    kill_and_resume.assert_bitwise_equal(from_bucket, from_local)
 
 
 def _row(family, size, seed, accuracy):

@@ -14,14 +14,10 @@ from vitjax import cli, models, rundir
 from vitjax.interop import pretrained
 from vitjax.checkpoints import integrity, locations, reader
 from vitjax import metrics_log
-from tests.objectives.dino_tiny import ARGS, TINY
+from tests.objectives.dino_tiny import train
 
 MONITORS = ("teacher_entropy", "teacher_kl_to_centre", "teacher_student_kl", "embedding_std",
             "teacher_temperature", "teacher_momentum")
-
-
-def train(workdir):
-    cli.main(["train", "--config", TINY, "--workdir", workdir, *ARGS])
 
 
 def _saved_state(workdir, step=None):

@@ -9,9 +9,6 @@ import pathlib
 import random
 import re
 import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -19,55 +16,10 @@ import pytest
 from vitjax import rundir
 from vitjax.train import preemption, trainer
 from vitjax.checkpoints import locations, reader
-from vitjax import config_compare
 from vitjax import metrics_log
 from tests.train import tiny_config
-
-from tests.paths import ROOT, TINY
-STEPS = 24
-FLAGS = ("--config.log_every_steps=1", "--config.checkpoint_every_steps=1", "--config.keep_checkpoints=2")
-
-
-def _command(workdir, *extra, model="vit"):
-    return [sys.executable, "-m", "vitjax", "train", "--config", f"{TINY}:model={model},steps={STEPS}",
-            "--workdir", str(workdir), *FLAGS, *extra]
-
-
-def _run(workdir, *extra, model="vit"):
-    return subprocess.run(_command(workdir, *extra, model=model), capture_output=True, text=True, timeout=600,
-                          cwd=ROOT)
-
-
-def _logged_steps(workdir):
-    return [row["step"] for row in metrics_log.read_metrics(workdir) if "loss" in row]
-
-
-def _start_and_wait(workdir, until_step, model="vit"):
-    process = subprocess.Popen(_command(workdir, model=model), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, cwd=ROOT)
-    deadline = time.time() + 300
-    while time.time() < deadline and process.poll() is None:
-        steps = _logged_steps(workdir)
-        if steps and steps[-1] >= until_step:
-            return process
-        time.sleep(0.05)
-    process.kill()
-    raise AssertionError(f"the run never reached step {until_step}: {process.communicate()[0][-3000:]}")
-
-
-def _final_params(workdir):
-    return reader.read_params(str(workdir))
-
-
-def _assert_bitwise_equal(a, b):
-    flat_a, flat_b = _flatten(a), _flatten(b)
-    assert flat_a.keys() == flat_b.keys()
-    for key in flat_a:
-        np.testing.assert_array_equal(flat_a[key], flat_b[key], err_msg=key)
-
-
-def _flatten(tree):
-    return {key: np.asarray(value) for key, value in config_compare.flatten(tree).items()}
+from tests.train.kill_and_resume import (KILL_SEED, STEPS, assert_bitwise_equal, final_params, flatten,
+                                         run_vitjax_train, start_and_wait)
 
 
 @pytest.fixture(scope="module")
@@ -75,20 +27,17 @@ def uninterrupted(uninterrupted_faults_run):
     return uninterrupted_faults_run  # tests/conftest.py: shared with tests/gcs, which resumes the same run
 
 
-KILL_SEED = 2026
-
-
 def test_sigkill_at_a_random_step_then_resume_is_bitwise_exact(uninterrupted, tmp_path):
     # Checkpoints every step, asynchronously: a kill at a random step often lands inside a save.
     kill_at = random.Random(KILL_SEED).randint(5, STEPS - 10)  # seeded: a failure reproduces
-    process = _start_and_wait(tmp_path, kill_at)
+    process = start_and_wait(tmp_path, kill_at)
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert not rundir.exists(tmp_path, rundir.RESULTS)
-    run = _run(tmp_path)
+    run = run_vitjax_train(tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "resuming from step" in run.stdout
-    _assert_bitwise_equal(_final_params(tmp_path), _final_params(uninterrupted))
+    assert_bitwise_equal(final_params(tmp_path), final_params(uninterrupted))
 
 
 @pytest.mark.parametrize("model", ["mae", "dino"])
@@ -96,18 +45,18 @@ def test_the_label_free_objectives_resume_bitwise_after_sigkill(tmp_path, model)
     """Their extra state (DINO's teacher, centre and schedules; MAE's masks come from the step's key) is
     in the checkpoint: a run killed mid-way and resumed logs the same losses and ends with the same
     parameters as one never stopped."""
-    whole = _run(tmp_path / "whole", model=model)
+    whole = run_vitjax_train(tmp_path / "whole", model=model)
     assert whole.returncode == 0, whole.stderr[-3000:]
     killed = tmp_path / "killed"
     kill_at = random.Random(KILL_SEED).randint(5, STEPS - 10)
-    process = _start_and_wait(killed, kill_at, model=model)
+    process = start_and_wait(killed, kill_at, model=model)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    run = _run(killed, model=model)
+    run = run_vitjax_train(killed, model=model)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "resuming from step" in run.stdout
     assert _losses_by_step(killed) == _losses_by_step(tmp_path / "whole")  # every step, before and after
-    _assert_bitwise_equal(_final_params(killed), _final_params(tmp_path / "whole"))
+    assert_bitwise_equal(final_params(killed), final_params(tmp_path / "whole"))
 
 
 def _losses_by_step(workdir) -> dict:
@@ -116,16 +65,16 @@ def _losses_by_step(workdir) -> dict:
 
 @pytest.mark.parametrize("sig,name", [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
 def test_sigterm_or_a_first_ctrl_c_saves_the_current_step_and_exits_preempted(uninterrupted, tmp_path, sig, name):
-    process = _start_and_wait(tmp_path, 8)
+    process = start_and_wait(tmp_path, 8)
     process.send_signal(sig)
     output = process.communicate(timeout=300)[0]
     assert process.returncode == preemption.PREEMPTED_EXIT_CODE, output[-3000:]
     saved = locations.checkpoint_steps(locations.checkpoint_dir(tmp_path))[-1]
     assert f"{name} at step {saved}" in output and "Traceback" not in output
-    run = _run(tmp_path)
+    run = run_vitjax_train(tmp_path)
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"resuming from step {saved}" in run.stdout
-    _assert_bitwise_equal(_final_params(tmp_path), _final_params(uninterrupted))
+    assert_bitwise_equal(final_params(tmp_path), final_params(uninterrupted))
 
 
 def _two_steps():
@@ -200,13 +149,13 @@ def test_corrupt_latest_checkpoint_falls_back_to_the_previous_one(uninterrupted,
     shutil.copytree(uninterrupted, workdir)
     os.remove(rundir.file_path(workdir, rundir.RESULTS))
     steps = _corrupt_latest(workdir, how)
-    run = _run(workdir)
+    run = run_vitjax_train(workdir)
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"checkpoint step {steps[-1]} is corrupt" in run.stdout
     assert f"resuming from step {steps[-2]}" in run.stdout
     # The bad checkpoint was moved aside, not deleted, and the run still ends where it should.
     assert os.listdir(workdir / "corrupt_checkpoints")
-    _assert_bitwise_equal(_final_params(workdir), _final_params(uninterrupted))
+    assert_bitwise_equal(final_params(workdir), final_params(uninterrupted))
 
 
 def _diverging_config(**changes):
@@ -230,13 +179,13 @@ def test_nan_stops_naming_a_checkpoint_from_before_the_first_bad_step_and_none_a
     assert good < bad and saved and max(saved) == good, (bad, good, saved)
     for step in saved:
         params = reader.read_params(locations.step_dir(locations.checkpoint_dir(tmp_path), step))
-        assert all(np.isfinite(v).all() for v in _flatten(params).values()), step
+        assert all(np.isfinite(v).all() for v in flatten(params).values()), step
 
 
 def test_nan_skip_policy_counts_skipped_updates(tmp_path):
     results = trainer.train(_diverging_config(log_every_steps=1, nan_policy="skip"), str(tmp_path))
     assert results["skipped_updates"] > 0
-    assert all(np.isfinite(v).all() for v in _flatten(_final_params(tmp_path)).values())
+    assert all(np.isfinite(v).all() for v in flatten(final_params(tmp_path)).values())
 
 
 @pytest.mark.parametrize("key, value, message", [
