@@ -1,10 +1,10 @@
 """Model families: ViT (and the R50+ViT hybrid), BiT ResNet-v2, Swin, and the MAE and DINO pre-training
-models, as flax.linen modules.
+models, as flax.linen modules; and Segment Anything (SAM), promptable segmentation.
 
     model = models.build("vit", 10, variant="Ti/4")   # by a config's model_name
-    models.ViT, models.family("swin")                  # the classes
+    models.ViT, models.family("swin"), models.SAM      # the classes
 
-A family's module loads when it is first named: a ViT run imports no Swin, MAE or DINO code.
+A family's module loads when it is first named: a ViT run imports no Swin, MAE, DINO or SAM code.
 """
 import dataclasses
 import difflib
@@ -13,9 +13,12 @@ import importlib
 # model_name -> (module under vitjax/models/, class)
 FAMILIES = {"vit": ("vit", "ViT"), "bit": ("bit", "BiT"), "swin": ("swin", "Swin"), "mae": ("mae", "MAE"),
             "dino": ("dino", "DINO")}
-_MODULE_OF_CLASS = {name: module for module, name in FAMILIES.values()}
+# Classes reachable as models.<name> that no config's model_name trains yet: SAM takes prompts, not just
+# images, and has no objective on the plug-in layer (vitjax/objectives/), so `vitjax train` must not offer it.
+NOT_TRAINED_BY_NAME = {"SAM": "sam"}
+_MODULE_OF_CLASS = {**{name: module for module, name in FAMILIES.values()}, **NOT_TRAINED_BY_NAME}
 
-__all__ = ["BiT", "DINO", "MAE", "Swin", "ViT", "FAMILIES", "build", "family"]
+__all__ = ["BiT", "DINO", "MAE", "SAM", "Swin", "ViT", "FAMILIES", "build", "family"]
 
 
 def family(model_name: str) -> type:

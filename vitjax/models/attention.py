@@ -156,6 +156,15 @@ class HeadsProjection(nn.Module):
         return jnp.einsum("...d,dhk->...hk", x, kernel) + bias
 
 
+def qkv_projections(width: int, num_heads: int, dtype=jnp.float32, param_dtype=jnp.float32) -> list[HeadsProjection]:
+    """The `query`, `key` and `value` HeadsProjections of self-attention over `width` channels in `num_heads`
+    heads (ValueError unless the heads divide the width); made inside a compact method, whose children they
+    become. `fused_projections` computes them together."""
+    check_heads(width, num_heads)
+    return [HeadsProjection(num_heads, width // num_heads, name=name, dtype=dtype, param_dtype=param_dtype)
+            for name in ("query", "key", "value")]
+
+
 def fused_projections(x, projections, dtype, heads_major=False):
     """The outputs of several HeadsProjections of the same input, computed as one matrix product.
 
