@@ -81,6 +81,9 @@ def test_unknown_only_name_is_refused(tmp_path):
     assert [r.name for r in sweep.select(["b"])] == ["b"]
     with pytest.raises(spec.SweepError, match="does not define: c; its runs are: a, b"):
         sweep.select(["b", "c"])
+    assert [r.name for r in sweep.select(["b,a"])] == ["a", "b"]  # comma-separated as well, the sweep's order
+    with pytest.raises(spec.SweepError, match="does not define: c; its runs"):
+        sweep.select(["a,c"])
 
 
 def test_cli_refuses_a_bad_sweep_before_any_run_starts(tmp_path):

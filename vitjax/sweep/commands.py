@@ -12,7 +12,7 @@ import sys
 def sweep_args(parser) -> None:
     parser.add_argument("sweep", help="a sweep file, experiments/<file>.py[:arg], defining get_runs(arg)")
     parser.add_argument("--workdir", required=True, help="the sweep's directory; run <name> trains in DIR/<name>")
-    parser.add_argument("--only", nargs="+", default=None, metavar="NAME", help="run only these runs")
+    parser.add_argument("--only", nargs="+", default=None, metavar="NAME", help="run only these runs (space- or comma-separated)")
     parser.add_argument("--dry-run", "--dry_run", dest="dry_run", action="store_true",
                         help="check the sweep and print what each run would do, then stop")
     parser.add_argument("--parallel", type=int, default=1,

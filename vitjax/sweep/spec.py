@@ -98,8 +98,10 @@ class Sweep:
                                                                    config_dict=put(r.config_dict)) for r in self.runs])
 
     def select(self, only) -> list[Run]:
+        """The runs `only` names (names given space- or comma-separated), in the sweep's order; all without it."""
         if not only:
             return list(self.runs)
+        only = [name for item in only for name in item.split(",") if name]
         known = {r.name for r in self.runs}
         unknown = [name for name in only if name not in known]
         if unknown:
