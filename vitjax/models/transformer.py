@@ -20,6 +20,9 @@ from vitjax.models.posemb import AddPositionEmbedding, Kind as PosembKind
 
 Norm = Literal["layernorm", "rmsnorm"]
 NormPosition = Literal["pre", "post"]
+# The MLP's nonlinearity: "gelu" (exact, ViT's), "gelu_tanh" (the tanh approximation, SigLIP's) or
+# "quick_gelu" (x * sigmoid(1.702 x), OpenAI CLIP's).
+Activation = Literal["gelu", "gelu_tanh", "quick_gelu"]
 # The ready-made policies; the other names in jax.checkpoint_policies (save_only_these_names, ...) are
 # factories that need arguments and fail when used as a policy.
 REMAT_POLICIES = tuple(name for name in (
@@ -28,17 +31,19 @@ REMAT_POLICIES = tuple(name for name in (
     if hasattr(jax.checkpoint_policies, name))
 
 
-def make_norm(kind: Norm, dtype, param_dtype, *, index: int = 0, name: str | None = None, kernels=()):
-    """LayerNorm (mean and variance over channels) or RMSNorm (root mean square only), eps 1e-6.
+def make_norm(kind: Norm, dtype, param_dtype, *, index: int = 0, name: str | None = None, kernels=(),
+              epsilon: float = 1e-6):
+    """LayerNorm (mean and variance over channels) or RMSNorm (root mean square only), eps 1e-6 unless
+    given (CLIP's towers use 1e-5).
 
     Unnamed norms are called `LayerNorm_{index}` / `RMSNorm_{index}`, as in the official checkpoints.
     `kernels`: names from vitjax/models/kernels.py ('layernorm_vjp' applies here).
     """
     if kind == "layernorm":
-        return LayerNorm(epsilon=1e-6, dtype=dtype, param_dtype=param_dtype, name=name or f"LayerNorm_{index}",
+        return LayerNorm(epsilon=epsilon, dtype=dtype, param_dtype=param_dtype, name=name or f"LayerNorm_{index}",
                          hand_vjp="layernorm_vjp" in kernels)
     if kind == "rmsnorm":
-        return nn.RMSNorm(epsilon=1e-6, dtype=dtype, param_dtype=param_dtype, name=name or f"RMSNorm_{index}")
+        return nn.RMSNorm(epsilon=epsilon, dtype=dtype, param_dtype=param_dtype, name=name or f"RMSNorm_{index}")
     raise ValueError(f"unknown norm {kind!r}; choose 'layernorm' or 'rmsnorm'")
 
 
@@ -46,6 +51,26 @@ def gelu(x):
     """The exact GELU, x * Phi(x), written with erf as timm's (torch's) is: `jax.nn.gelu` uses erfc,
     which XLA:CPU expands into a longer polynomial."""
     return x * (0.5 + 0.5 * jax.lax.erf(x * jnp.asarray(2 ** -0.5, x.dtype)))
+
+
+def quick_gelu(x):
+    """x * sigmoid(1.702 x): the GELU approximation OpenAI's CLIP was trained with."""
+    return x * jax.nn.sigmoid(x * jnp.asarray(1.702, x.dtype))
+
+
+def gelu_tanh(x):
+    """The tanh approximation of the GELU (torch's `approximate='tanh'`), SigLIP's."""
+    return jax.nn.gelu(x, approximate=True)
+
+
+ACTIVATIONS = {"gelu": gelu, "gelu_tanh": gelu_tanh, "quick_gelu": quick_gelu}
+
+
+def activation_fn(name: Activation):
+    """The function of an `Activation` name; ValueError naming the choices otherwise."""
+    if name not in ACTIVATIONS:
+        raise ValueError(f"unknown activation {name!r}; choose one of {sorted(ACTIVATIONS)}")
+    return ACTIVATIONS[name]
 
 
 def _is_zero(rate) -> bool:
@@ -69,12 +94,15 @@ class DropPath(nn.Module):
 
 
 class MlpBlock(nn.Module):
-    """Token-wise Dense -> GELU -> Dropout -> Dense -> Dropout, applied to each row alone."""
+    """Token-wise Dense -> GELU -> Dropout -> Dense -> Dropout, applied to each row alone.
+
+    `activation`: another nonlinearity in place of the exact GELU (CLIP's, SigLIP's: `Activation`)."""
     mlp_dim: int
     dropout_rate: float = 0.0
     deterministic: bool = True
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
+    activation: Activation = "gelu"
 
     @nn.compact
     def __call__(self, x):
@@ -83,8 +111,8 @@ class MlpBlock(nn.Module):
         x = nn.Dense(self.mlp_dim, kernel_init=nn.with_logical_partitioning(
             nn.initializers.xavier_uniform(), ("embed", "mlp")), name="Dense_0", **dense)(x)
         x = nn.with_logical_constraint(x, ("batch", "length", "mlp"))
-        # Exact (erf) GELU as in the paper's definition and timm; tanh-approximate differs by ~1e-3.
-        x = gelu(x)
+        # Exact (erf) GELU by default, as in the paper's definition and timm; tanh-approximate differs by ~1e-3.
+        x = activation_fn(self.activation)(x)
         x = nn.Dropout(self.dropout_rate)(x, deterministic=self.deterministic)
         x = nn.Dense(width, kernel_init=nn.with_logical_partitioning(
             nn.initializers.xavier_uniform(), ("mlp", "embed")), name="Dense_1", **dense)(x)
@@ -103,6 +131,8 @@ class _BlockBase(nn.Module):
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
     kernels: tuple[str, ...] = ()  # names from vitjax/models/kernels.py
+    norm_epsilon: float = 1e-6
+    activation: Activation = "gelu"
 
     def _attention(self, index):
         return MultiHeadAttention(
@@ -115,7 +145,8 @@ class _BlockBase(nn.Module):
 
         `rows`: the sublayer returns only the first `rows` tokens, so only those are kept.
         """
-        norm = make_norm(self.norm, self.dtype, self.param_dtype, index=norm_index, kernels=self.kernels)
+        norm = make_norm(self.norm, self.dtype, self.param_dtype, index=norm_index, kernels=self.kernels,
+                         epsilon=self.norm_epsilon)
         drop = nn.Dropout(self.dropout_rate)
         droppath = DropPath(self.deterministic)
         if self.norm_position == "pre":
@@ -128,7 +159,7 @@ class _BlockBase(nn.Module):
 
     def _mlp(self):
         return MlpBlock(self.mlp_dim, self.dropout_rate, self.deterministic, self.dtype,
-                        self.param_dtype, name="MlpBlock_0")
+                        self.param_dtype, self.activation, name="MlpBlock_0")
 
 
 class EncoderBlock(_BlockBase):
@@ -236,19 +267,23 @@ class _StackBase(nn.Module):
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
     kernels: tuple[str, ...] = ()  # names from vitjax/models/kernels.py
+    norm_epsilon: float = 1e-6
+    activation: Activation = "gelu"
 
     def _block_kwargs(self, train):
         return dict(mlp_dim=self.mlp_dim, num_heads=self.num_heads, dropout_rate=self.dropout_rate,
                     attention_dropout_rate=self.attention_dropout_rate, norm=self.norm,
                     norm_position=self.norm_position, deterministic=not train,
                     attention_implementation=self.attention_implementation, dtype=self.dtype,
-                    param_dtype=self.param_dtype, kernels=self.kernels)
+                    param_dtype=self.param_dtype, kernels=self.kernels, norm_epsilon=self.norm_epsilon,
+                    activation=self.activation)
 
     def _final_norm(self, x, name):
         # Post-norm stacks already end on a norm; pre-norm ones need one after the last residual.
         if self.norm_position == "post":
             return x
-        return make_norm(self.norm, self.dtype, self.param_dtype, name=name, kernels=self.kernels)(x)
+        return make_norm(self.norm, self.dtype, self.param_dtype, name=name, kernels=self.kernels,
+                         epsilon=self.norm_epsilon)(x)
 
 
 class Encoder(_StackBase):
@@ -256,17 +291,23 @@ class Encoder(_StackBase):
 
     `output_tokens`: return only the first N tokens. An unrolled stack then computes only those in
     its last block (see EncoderBlock); a scanned one computes all and slices before the final norm.
+    `pre_norm`: one more norm (`encoder_prenorm`) after the position embedding, before the first block,
+    as CLIP's image tower has (its `pre_layrnorm`).
     """
     posemb: PosembKind = "none"
     posemb_grid: tuple[int, int] | None = None
     num_prefix_tokens: int = 0
     output_tokens: int | None = None
     posemb_table_grid: tuple[int, int] | None = None  # a learned table's stored grid (AddPositionEmbedding)
+    pre_norm: bool = False
 
     @nn.compact
     def __call__(self, x, *, train=False, mask=None):
         x = AddPositionEmbedding(self.posemb, self.posemb_grid, self.num_prefix_tokens,
                                  self.param_dtype, table_grid=self.posemb_table_grid, name="posembed_input")(x)
+        if self.pre_norm:
+            x = make_norm(self.norm, self.dtype, self.param_dtype, name="encoder_prenorm", kernels=self.kernels,
+                          epsilon=self.norm_epsilon)(x)
         x = nn.Dropout(self.dropout_rate)(x, deterministic=not train)
         x = _run_layers(EncoderBlock, self._block_kwargs(train), self.depth, x, self.droppath_rate,
                         mask, scan=self.scan, remat_policy=self.remat_policy, name="encoderblock",

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from vitjax.models import bit, kernels as model_kernels
 from vitjax.models.attention import Implementation, MultiHeadAttention, check_heads
 from vitjax.models.posemb import KINDS as POSEMB_KINDS, Kind as PosembKind
-from vitjax.models.transformer import Encoder, MlpBlock, Norm, NormPosition
+from vitjax.models.transformer import Activation, Encoder, MlpBlock, Norm, NormPosition
 
 Pool = Literal["tok", "gap", "map"]
 
@@ -78,14 +78,16 @@ class PatchEmbedding(nn.Module):
     """Non-overlapping PxP patches, each linearly embedded: [b, H, W, C] -> [b, H/P, W/P, features].
 
     The parameters are those of a PxP convolution with stride P (`kernel` [P, P, C, features], HWIO, and
-    `bias`), as in the official checkpoints. The patches do not overlap, so the convolution is one
-    matrix product over the flattened patches, and it is computed as that product (with its gradients)
-    rather than handed to the compiler as a strided convolution.
+    `bias`), as in the official checkpoints; `use_bias=False` drops the bias (CLIP's has none). The
+    patches do not overlap, so the convolution is one matrix product over the flattened patches, and it
+    is computed as that product (with its gradients) rather than handed to the compiler as a strided
+    convolution.
     """
     features: int
     patch: int
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
+    use_bias: bool = True
 
     @nn.compact
     def __call__(self, x):
@@ -94,21 +96,28 @@ class PatchEmbedding(nn.Module):
         kernel = self.param("kernel", nn.with_logical_partitioning(
             nn.initializers.lecun_normal(), (None, None, "conv_in", "embed")),
             (p, p, channels, self.features), self.param_dtype)
-        bias = self.param("bias", nn.with_logical_partitioning(nn.initializers.zeros, ("embed",)),
-                          (self.features,), self.param_dtype)
-        x, kernel, bias = nn.dtypes.promote_dtype(x, kernel, bias, dtype=self.dtype)
+        x, kernel = nn.dtypes.promote_dtype(x, kernel, dtype=self.dtype)
         rows, cols = height // p, width // p
         # [b, rows, p, cols, p, C] -> [b, rows, cols, p, p, C]: each patch's pixels in the kernel's (h, w, c) order.
         patches = x.reshape(batch, rows, p, cols, p, channels).transpose(0, 1, 3, 2, 4, 5)
-        return jnp.einsum("brcxyi,xyio->brco", patches, kernel) + bias
+        out = jnp.einsum("brcxyi,xyio->brco", patches, kernel)
+        if not self.use_bias:
+            return out
+        bias = self.param("bias", nn.with_logical_partitioning(nn.initializers.zeros, ("embed",)),
+                          (self.features,), self.param_dtype)
+        return out + bias.astype(out.dtype)
 
 
 class MAPHead(nn.Module):
-    """Multihead attention pooling: a learned probe token attends over all tokens, then an MLP."""
+    """Multihead attention pooling: a learned probe token attends over all tokens, then an MLP.
+
+    `norm_epsilon` and `activation`: its LayerNorm's and MLP's (the encoder's, in SigLIP)."""
     num_heads: int
     mlp_dim: int
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
+    norm_epsilon: float = 1e-6
+    activation: Activation = "gelu"
 
     @nn.compact
     def __call__(self, x):
@@ -117,8 +126,8 @@ class MAPHead(nn.Module):
         probe = jnp.broadcast_to(probe.astype(x.dtype), (x.shape[0], 1, x.shape[-1]))
         dtypes = dict(dtype=self.dtype, param_dtype=self.param_dtype)
         x = MultiHeadAttention(self.num_heads, name="MultiHeadDotProductAttention_0", **dtypes)(probe, x)
-        y = nn.LayerNorm(epsilon=1e-6, name="LayerNorm_0", **dtypes)(x)
-        x = x + MlpBlock(self.mlp_dim, name="MlpBlock_0", **dtypes)(y)
+        y = nn.LayerNorm(epsilon=self.norm_epsilon, name="LayerNorm_0", **dtypes)(x)
+        x = x + MlpBlock(self.mlp_dim, activation=self.activation, name="MlpBlock_0", **dtypes)(y)
         return x[:, 0]
 
 
@@ -142,6 +151,11 @@ class ViT(nn.Module):
     for. Set, the model takes images of any size divisible by the patch, the table interpolated to
     their grid on the fly (`posemb.interpolate_table`), as DINO's multi-crop needs; None (the default)
     sizes the table by the input, and another input size then fails on the parameter's shape.
+    `num_classes=0`: no head; the model returns the pooled features [batch, width] (an image tower).
+    `head_bias=False`: a head without bias (CLIP's `visual_projection`).
+    `activation`, `norm_epsilon`, `patch_bias=False` (no patch-embedding bias) and `pre_norm` (a norm
+    after the position embedding, `Transformer/encoder_prenorm`) give the towers of CLIP and SigLIP
+    (vitjax/models/dual_encoder.py); the defaults are the ViT paper's.
     """
     num_classes: int
     variant: str | None = None
@@ -167,6 +181,11 @@ class ViT(nn.Module):
     kernels: tuple[str, ...] = ()
     distillation_token: bool = False
     posemb_table_grid: tuple[int, int] | None = None
+    head_bias: bool = True
+    activation: Activation = "gelu"
+    norm_epsilon: float = 1e-6
+    patch_bias: bool = True
+    pre_norm: bool = False
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
 
@@ -210,6 +229,9 @@ class ViT(nn.Module):
         if self.distillation_token and self.pool != "tok":
             raise ValueError(f"distillation_token=True needs pool='tok' (the distillation token sits beside "
                              f"the CLS token, and the heads read both); got pool={self.pool!r}")
+        if self.num_classes == 0 and self.distillation_token:
+            raise ValueError("num_classes=0 (no head) cannot go with distillation_token=True, whose second head "
+                             "is the point of the token")
         if self.posemb not in POSEMB_KINDS:
             raise ValueError(f"unknown posemb {self.posemb!r}; choose one of {POSEMB_KINDS}")
         if self.resnet is not None:
@@ -229,7 +251,7 @@ class ViT(nn.Module):
             depths, width_factor = bit.parse_resnet(self.resnet, bit.HYBRID_DEPTHS)
             x = bit.hybrid_backbone(x, depths, width_factor, **dtypes)
             patch //= bit.hybrid_stride(depths)
-        x = PatchEmbedding(size.width, patch, name="embedding", **dtypes)(x)
+        x = PatchEmbedding(size.width, patch, name="embedding", use_bias=self.patch_bias, **dtypes)(x)
         batch, rows, cols, width = x.shape
         x = jnp.reshape(x, (batch, rows * cols, width))
 
@@ -246,7 +268,8 @@ class ViT(nn.Module):
             attention_implementation=self.attention_implementation, kernels=tuple(self.kernels),
             posemb=self.posemb,
             posemb_grid=(rows, cols), num_prefix_tokens=num_prefix, output_tokens=output_tokens,
-            posemb_table_grid=self.posemb_table_grid, name="Transformer", **dtypes,
+            posemb_table_grid=self.posemb_table_grid, pre_norm=self.pre_norm, norm_epsilon=self.norm_epsilon,
+            activation=self.activation, name="Transformer", **dtypes,
         )(x, train=train)
 
         if self.pool == "tok":
@@ -254,7 +277,8 @@ class ViT(nn.Module):
         elif self.pool == "gap":
             x = jnp.mean(x, axis=1, keepdims=True)
         else:
-            x = MAPHead(size.num_heads, size.mlp_dim, name="MAPHead_0", **dtypes)(x)[:, None]
+            x = MAPHead(size.num_heads, size.mlp_dim, norm_epsilon=self.norm_epsilon, activation=self.activation,
+                        name="MAPHead_0", **dtypes)(x)[:, None]
         return self._heads(x, train)
 
     def _token(self, name: str, init, width: int, batch: int, dtype):
@@ -287,11 +311,15 @@ class ViT(nn.Module):
             x = jnp.tanh(x @ kernel + bias)
         # With the distillation token, the features are the mean of both rows (timm's pre_logits).
         self.sow("intermediates", "pre_logits", jnp.mean(x, axis=1))
+        if self.num_classes == 0:
+            return x[:, 0]
         head_init = nn.initializers.zeros if self.head_zero_init else nn.initializers.lecun_normal()
-        logits = nn.Dense(self.num_classes, kernel_init=head_init, name="head", **dtypes)(x[:, 0])
+        logits = nn.Dense(self.num_classes, kernel_init=head_init, use_bias=self.head_bias, name="head",
+                          **dtypes)(x[:, 0])
         logits = logits.astype(jnp.float32)
         if not self.distillation_token:
             return logits
-        logits_dist = nn.Dense(self.num_classes, kernel_init=head_init, name="head_dist", **dtypes)(x[:, 1])
+        logits_dist = nn.Dense(self.num_classes, kernel_init=head_init, use_bias=self.head_bias, name="head_dist",
+                               **dtypes)(x[:, 1])
         logits_dist = logits_dist.astype(jnp.float32)
         return (logits, logits_dist) if train else (logits + logits_dist) / 2
