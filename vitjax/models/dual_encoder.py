@@ -69,10 +69,15 @@ class DualEncoder(nn.Module):
         return out
 
 
+def pairwise_logits(image_embeds, text_embeds, logit_scale, logit_bias=None):
+    """[N, M] exp(logit_scale) * image_embeds @ text_embeds.T (+ logit_bias): image rows, text columns."""
+    logits = jnp.exp(logit_scale) * image_embeds @ text_embeds.T
+    return logits if logit_bias is None else logits + logit_bias
+
+
 def logits_per_image(out: dict[str, Any]):
-    """[N, M] exp(logit_scale) * cosine (+ logit_bias) of `DualEncoder`'s output: image rows, text columns."""
-    logits = jnp.exp(out["logit_scale"]) * out["image_embeds"] @ out["text_embeds"].T
-    return logits + out["logit_bias"] if "logit_bias" in out else logits
+    """`pairwise_logits` of `DualEncoder`'s output, as transformers' `logits_per_image`."""
+    return pairwise_logits(out["image_embeds"], out["text_embeds"], out["logit_scale"], out.get("logit_bias"))
 
 
 def clip(*, image_size: int = 224, patch_size: int = 32, vision_width: int = 768, vision_depth: int = 12,
