@@ -1,7 +1,6 @@
 """vitjax's CLIP and SigLIP against transformers' CLIPModel and SiglipModel: tiny random models (built from
 configs, nothing downloaded), converted both ways, must give the same embeddings and logits in float32;
 the converter names missing, unused and misshapen weights."""
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -40,12 +39,13 @@ def _hf_model(config, seed=0):
     return model
 
 
-def _jittered(params, seed=1):
+def _random_params(model, seed=1):
+    """Every parameter of `model`'s tree drawn (shapes from jax.eval_shape: no init to compile); norm
+    scales around 1, the rest around 0, so that no weight the converter drops or swaps goes unseen."""
     rng = np.random.RandomState(seed)
-    flat = traverse_util.flatten_dict(params, sep="/")
-    return traverse_util.unflatten_dict(
-        {k: np.asarray(v) + 0.1 * rng.standard_normal(np.shape(v)).astype(np.float32) for k, v in flat.items()},
-        sep="/")
+    flat = {path: (1.0 if path.endswith("/scale") else 0.0) + 0.1 * rng.standard_normal(shape).astype(np.float32)
+            for path, shape in hf_dual_encoder.expected_shapes(model).items()}
+    return traverse_util.unflatten_dict(flat, sep="/")
 
 
 def _inputs(kind: str, eos_token_id: int = VOCAB - 1):
@@ -68,7 +68,7 @@ def _hf_outputs(model, images, tokens):
 
 
 def _vitjax_outputs(model, params, images, tokens):
-    out = model.apply({"params": params}, jnp.asarray(images), jnp.asarray(tokens))
+    out = jax.jit(model.apply)({"params": params}, jnp.asarray(images), jnp.asarray(tokens))
     return {"image_embeds": np.asarray(out["image_embeds"]), "text_embeds": np.asarray(out["text_embeds"]),
             "logits_per_image": np.asarray(dual_encoder.logits_per_image(out))}
 
@@ -98,8 +98,7 @@ def test_transformers_weights_give_transformers_outputs(kind):
 def test_vitjax_weights_give_the_same_outputs_in_transformers(kind):
     config = _tiny_config(kind)
     model = hf_dual_encoder.model_from_config(config)
-    variables = model.init(jax.random.key(0), *dual_encoder.example_inputs(model))
-    params = _jittered(jax.device_get(nn.unbox(variables)["params"]))
+    params = _random_params(model)
     hf_model = _hf_model(config, seed=1)
     state = hf_dual_encoder.state_dict(params, model)
     hf_model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()}, strict=True)

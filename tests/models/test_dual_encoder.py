@@ -51,10 +51,10 @@ def test_causal_text_tower_ignores_what_follows_the_pooled_token():
     tower = TextTransformer(vocab_size=20, width=16, depth=1, mlp_dim=32, num_heads=2, max_length=8, out_dim=8,
                             causal=True, pool="eos", eos_token_id=19)
     tokens = jnp.array([[3, 4, 19, 5, 6, 7], [3, 4, 19, 11, 12, 13]])
-    variables = tower.init(jax.random.key(0), tokens)
-    out = tower.apply(variables, tokens)
+    variables = jax.jit(tower.init)(jax.random.key(0), tokens)
+    out = jax.jit(tower.apply)(variables, tokens)
     np.testing.assert_array_equal(out[0], out[1])
-    bidirectional = tower.clone(causal=False).apply(variables, tokens)
+    bidirectional = jax.jit(tower.clone(causal=False).apply)(variables, tokens)
     assert np.max(np.abs(bidirectional[0] - bidirectional[1])) > 1e-4  # the check above can fail
 
 
@@ -64,8 +64,8 @@ def test_outputs_are_unit_embeddings_and_scalars_start_at_the_papers_values():
                                 vocab_size=20, max_length=6)
     images, tokens = dual_encoder.example_inputs(model, batch=3)
     tokens = tokens.at[:, 1].set(jnp.arange(3) + 4)
-    variables = model.init(jax.random.key(0), images, tokens)
-    out = model.apply(variables, images + jnp.arange(3.0)[:, None, None, None], tokens)
+    variables = jax.jit(model.init)(jax.random.key(0), images, tokens)
+    out = jax.jit(model.apply)(variables, images + jnp.arange(3.0)[:, None, None, None], tokens)
     np.testing.assert_allclose(np.linalg.norm(out["image_embeds"], axis=-1), 1.0, rtol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(out["text_embeds"], axis=-1), 1.0, rtol=1e-6)
     assert float(out["logit_scale"]) == pytest.approx(math.log(10)) and float(out["logit_bias"]) == -10.0
