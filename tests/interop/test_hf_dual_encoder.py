@@ -60,15 +60,17 @@ def _inputs(kind: str, eos_token_id: int = VOCAB - 1):
     return images, tokens
 
 
-def _hf_outputs(model, images, tokens):
+def _hf_outputs(model, images, tokens, valid=None):
+    mask = None if valid is None else torch.from_numpy(valid.astype(np.int64))
     with torch.no_grad():
-        out = model(input_ids=torch.from_numpy(tokens),
+        out = model(input_ids=torch.from_numpy(tokens), attention_mask=mask,
                     pixel_values=torch.from_numpy(images.transpose(0, 3, 1, 2).copy()))
     return {k: getattr(out, k).numpy() for k in ("image_embeds", "text_embeds", "logits_per_image")}
 
 
-def _vitjax_outputs(model, params, images, tokens):
-    out = jax.jit(model.apply)({"params": params}, jnp.asarray(images), jnp.asarray(tokens))
+def _vitjax_outputs(model, params, images, tokens, valid=None):
+    out = jax.jit(model.apply)({"params": params}, jnp.asarray(images), jnp.asarray(tokens),
+                               None if valid is None else jnp.asarray(valid))
     return {"image_embeds": np.asarray(out["image_embeds"]), "text_embeds": np.asarray(out["text_embeds"]),
             "logits_per_image": np.asarray(dual_encoder.logits_per_image(out))}
 
@@ -84,12 +86,16 @@ def _assert_same(ours, theirs):
     assert np.std(theirs["logits_per_image"]) > 1e-2  # the logits are not flat: the comparison means something
 
 
-@pytest.mark.parametrize("kind", ["clip", "siglip"])
-def test_transformers_weights_give_transformers_outputs(kind):
-    config = _tiny_config(kind)
+def _converted_from_transformers(config):
+    """(transformers model with random weights, the vitjax model of its config, its converted weights)."""
     hf_model = _hf_model(config)
     model = hf_dual_encoder.model_from_config(config)
-    params = hf_dual_encoder.load(hf_model.state_dict(), model)
+    return hf_model, model, hf_dual_encoder.load(hf_model.state_dict(), model)
+
+
+@pytest.mark.parametrize("kind", ["clip", "siglip"])
+def test_transformers_weights_give_transformers_outputs(kind):
+    hf_model, model, params = _converted_from_transformers(_tiny_config(kind))
     images, tokens = _inputs(kind)
     _assert_same(_vitjax_outputs(model, params, images, tokens), _hf_outputs(hf_model, images, tokens))
 
@@ -111,13 +117,22 @@ def test_vitjax_weights_give_the_same_outputs_in_transformers(kind):
 
 def test_clip_with_the_legacy_end_of_text_id_pools_at_the_highest_id():
     # eos_token_id 2 is transformers' marker of the original rule: the highest id ends the text.
-    config = _tiny_config("clip", eos_token_id=2)
-    model = hf_dual_encoder.model_from_config(config)
+    hf_model, model, params = _converted_from_transformers(_tiny_config("clip", eos_token_id=2))
     assert model.text.pool == "argmax"
-    hf_model = _hf_model(config)
     images, tokens = _inputs("clip", eos_token_id=VOCAB - 1)
-    params = hf_dual_encoder.load(hf_model.state_dict(), model)
     _assert_same(_vitjax_outputs(model, params, images, tokens), _hf_outputs(hf_model, images, tokens))
+
+
+@pytest.mark.parametrize("kind", ["clip", "siglip"])
+def test_padding_masked_as_transformers_attention_mask_does(kind):
+    hf_model, model, params = _converted_from_transformers(_tiny_config(kind))
+    images, tokens = _inputs(kind)
+    valid = np.arange(tokens.shape[1])[None, :] < np.array([[12], [4], [8], [6]])  # CLIP: through its end token
+    tokens = np.where(valid, tokens, 1)  # the pad id
+    ours = _vitjax_outputs(model, params, images, tokens, valid)
+    _assert_same(ours, _hf_outputs(hf_model, images, tokens, valid))
+    if kind == "siglip":  # bidirectional: the mask changes what the last (padding) token reads
+        assert _max_rel_err(ours["text_embeds"], _vitjax_outputs(model, params, images, tokens)["text_embeds"]) > 1e-3
 
 
 def test_missing_unused_and_misshapen_weights_are_named():
