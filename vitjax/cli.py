@@ -93,7 +93,7 @@ def use_compilation_cache(directory: str = "") -> str:
 
 def _train(args):
     from vitjax.config import apply_overrides, load_config
-    from vitjax.train import validate
+    from vitjax.train import checks
     try:
         # Before any device starts: a typo in the config, its :arg or an override, or a value no run
         # can use (the CPU choices below divide by some), fails at once.
@@ -102,7 +102,7 @@ def _train(args):
         if args.steps is not None:
             from vitjax import durations
             durations.set_steps(config, args.steps)
-        validate.config(config)
+        checks.config(config)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax train: error: {error}")
 

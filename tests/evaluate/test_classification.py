@@ -13,6 +13,7 @@ import pytest
 from vitjax import models, parallel
 from vitjax.data import config as data_config, sources
 from vitjax.evaluate import classification
+from vitjax.evaluate.evaluator import Evaluator
 
 NUM_TEST = 128
 
@@ -32,6 +33,10 @@ def model_and_params():
     return model, params
 
 
+def _logits(model, params, images):
+    return model.apply({"params": params}, images, train=False)
+
+
 def _plain_means(model, params):
     """Accuracy and mean cross-entropy over the 128 test examples in one batch, no padding, no mask."""
     test = sources.load(_data_config(), "test")
@@ -49,8 +54,8 @@ def _plain_means(model, params):
 def test_padded_last_batch_gives_the_plain_mean_over_the_examples(model_and_params, batch_size):
     model, params = model_and_params
     mesh = parallel.make_mesh({"data": -1})
-    evaluator = classification.Evaluator(model, _data_config(), batch_size=batch_size, mesh=mesh,
-                                         params_sharding=parallel.replicated(mesh))
+    evaluator = Evaluator(lambda p, batch, rng: classification.sums(_logits(model, p, batch["image"]), batch),
+                          _data_config(), batch_size=batch_size, mesh=mesh, params_sharding=parallel.replicated(mesh))
     got = evaluator(params)
     accuracy, loss = _plain_means(model, params)
     assert 0.1 < accuracy < 0.9, "a degenerate model would hide a miscounted padding row"
@@ -58,18 +63,17 @@ def test_padded_last_batch_gives_the_plain_mean_over_the_examples(model_and_para
     assert got["loss"] == pytest.approx(loss, rel=1e-5)
 
 
-def test_eval_step_sums_only_the_unmasked_rows(model_and_params):
+def test_the_sums_count_only_the_unmasked_rows(model_and_params):
     model, params = model_and_params
     rng = np.random.default_rng(2)
     batch = {"image": rng.normal(size=(6, 8, 8, 1)).astype(np.float32), "label": np.array([0, 1, 2, 3, 0, 0]),
              "mask": np.array([True, True, True, False, True, False])}
-    sums = jax.jit(classification.make_eval_step(model))(params, batch)
     logits = model.apply({"params": params}, batch["image"], train=False)
+    sums = jax.jit(classification.sums)(logits, batch)
     losses = np.asarray(optax.softmax_cross_entropy_with_integer_labels(logits, batch["label"]))
     correct = np.asarray(logits).argmax(-1) == batch["label"]
     keep = batch["mask"]
-    assert float(sums["count"]) == 4
-    assert float(sums["correct"]) == correct[keep].sum()
+    assert float(sums["accuracy"]) == correct[keep].sum()
     assert float(sums["loss"]) == pytest.approx(losses[keep].sum(), rel=1e-5)
 
 
@@ -81,7 +85,7 @@ import json, os
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
 import flax.linen as nn
 import jax
-from vitjax.evaluate.classification import Evaluator
+from vitjax.evaluate.evaluator import Evaluator
 from vitjax.train import trainer
 from tests.train import tiny_config
 
@@ -90,7 +94,7 @@ p = trainer.plan(config)
 spec = trainer.state_spec(config, p)
 with jax.set_mesh(p.mesh), nn.logical_axis_rules(p.rules):
     params = trainer.init_state(spec, jax.random.key(0)).params
-    metrics = {size: Evaluator(p.model, config.data, batch_size=size, mesh=p.mesh,
+    metrics = {size: Evaluator(p.objective.eval_sums, config.data, batch_size=size, mesh=p.mesh,
                                params_sharding=spec.shardings.params)(params) for size in (500, 36, 128)}
 print(json.dumps({"devices": jax.device_count(), "metrics": metrics}))
 """

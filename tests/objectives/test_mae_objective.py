@@ -12,7 +12,7 @@ from vitjax import models
 from vitjax.objectives.base import Selection, StepInfo
 from vitjax.objectives.mae import MAE
 from vitjax.models.mae import mae_loss
-from vitjax.train import step as steps, trainer, validate
+from vitjax.train import checks, step as steps, trainer
 
 IMAGE = (8, 8, 3)
 PATCH = 4
@@ -94,7 +94,7 @@ def test_mismatched_objective_and_model_are_refused_before_jax_starts(model_name
     config = tiny_config.get_config("model=mae")
     config.model_name, config.objective = model_name, objective
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        validate.config(config)
+        checks.config(config)
     with pytest.raises(ValueError, match="set --config"):
         trainer.plan(config)  # plan validates first of all
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from vitjax.data import sources
-from vitjax.evaluate.classification import Evaluator
+from vitjax.evaluate.evaluator import Evaluator
 from vitjax.train import best, trainer
 from vitjax.train.preemption import Preempted
 from vitjax.checkpoints import locations, reader
@@ -86,7 +86,7 @@ def test_test_accuracy_at_best_is_the_saved_best_parameters_on_test(validated):
     p = trainer.plan(config)
     spec = trainer.state_spec(config, p)
     with jax.set_mesh(p.mesh):
-        evaluator = Evaluator(p.model, config.data, batch_size=config.eval_batch_size, mesh=p.mesh,
+        evaluator = Evaluator(p.objective.eval_sums, config.data, batch_size=config.eval_batch_size, mesh=p.mesh,
                               params_sharding=spec.shardings.params)
         test = evaluator(jax.device_put(params, spec.shardings.params))
     assert results["test_accuracy_at_best"] == pytest.approx(test["accuracy"], abs=1e-6)

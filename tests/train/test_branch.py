@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from vitjax.train import trainer, validate
+from vitjax.train import checks, trainer
 from vitjax.checkpoints import locations, reader
 from vitjax import metrics_log
 from tests.train import tiny_config
@@ -72,4 +72,4 @@ def test_branching_needs_the_wsd_schedule():
     c = _wsd(RUNG_STEPS, branch_from="somewhere")
     c.schedule = "cosine"
     with pytest.raises(ValueError, match=r"branch_from='somewhere' needs schedule='wsd'"):
-        validate.config(c)
+        checks.config(c)

@@ -1,4 +1,4 @@
-"""Evaluators: means of an objective's per-example metrics over a split (split.py; classification's
+"""Evaluators: means of an objective's per-example metrics over a split (evaluator.py; classification's
 in classification.py), and the few-shot linear probe.
 
 Nothing here imports vitjax.train (the trainer imports this package); `vitjax eval`, which restores a

@@ -11,7 +11,7 @@ or on the model where they are the model's (MAE's mask_ratio and norm_pix_loss).
 
 OBJECTIVES is the one registry: each objective's module, class and the model family it alone trains.
 It imports nothing, so `vitjax train` checks a config's objective against it before JAX starts
-(vitjax/train/validate.py), and an objective's module loads only when a run names it.
+(vitjax/train/checks.py), and an objective's module loads only when a run names it.
 Adding one: a module here with an Objective subclass and its `from_config(config, model, info, run_dir)`,
 and an entry in OBJECTIVES.
 """

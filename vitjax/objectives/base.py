@@ -11,7 +11,7 @@ under `EXTRA_INPUTS` in its metrics (DINO's centre moves by the teacher outputs 
 means no extra state, and keeps the checkpoint layout of the runs made before objectives existed.
 
 Evaluation is the objective's too, so the trainer evaluates any objective the same way
-(vitjax/evaluate/split.py's Evaluator, vitjax/train/best.py):
+(vitjax/evaluate/evaluator.py's Evaluator, vitjax/train/best.py):
 - `eval_sums(params, batch, rng)` gives per-batch SUMS over the batch's real rows of named per-example
   metrics; the evaluator adds them over a split and divides by the number of examples, so a metric is a
   mean over the split's examples whatever the batch size or device count. The names become the run's

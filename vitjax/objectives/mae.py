@@ -15,7 +15,7 @@ loss says so).
 Evaluation: the reconstruction loss on the masked patches (metric 'loss', as each example's mean
 over its masked patches, summed over examples), lower is better: the best-validation checkpoint is
 the one with the lowest validation loss. Its masks are drawn from the evaluator's fixed key per batch
-(vitjax/evaluate/split.py), so every evaluation of the same parameters gives the same loss, at any
+(vitjax/evaluate/evaluator.py), so every evaluation of the same parameters gives the same loss, at any
 step and after a resume, and differences between steps are the parameters', not the masks'.
 """
 import dataclasses
@@ -33,7 +33,7 @@ class MAE(Objective):
 
     @classmethod
     def from_config(cls, config, model, info, run_dir=None) -> "MAE":
-        """The model is an MAE: vitjax/train/validate.py pairs objective and model (OBJECTIVES' `model`)."""
+        """The model is an MAE: vitjax/train/checks.py pairs objective and model (OBJECTIVES' `model`)."""
         return cls(model)
 
     def loss(self, params, extra, batch, rng, info: StepInfo):

@@ -13,7 +13,7 @@ import jax
 from vitjax import config_compare, rundir
 from vitjax.checkpoints import locations
 from vitjax.checkpoints.checkpointer import Checkpointer
-from vitjax.evaluate.split import Evaluator
+from vitjax.evaluate.evaluator import Evaluator
 from vitjax.train import trainer
 
 

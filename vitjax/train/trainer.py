@@ -20,9 +20,9 @@ from jax.experimental import multihost_utils
 from vitjax import (config_compare, data, durations, host, metrics_log, models, objectives, parallel, rundir, storage,
                     train_lock, xla_cpu)
 from vitjax.checkpoints import checkpointer, locations
-from vitjax.evaluate import split as evaluation
+from vitjax.evaluate.evaluator import Evaluator
 from vitjax.objectives.base import Objective
-from vitjax.train import best, branch, flops, optimizer, profile, step as steps, validate
+from vitjax.train import best, branch, flops, optimizer, profile, step as steps, checks
 from vitjax.train.preemption import Preempted
 
 
@@ -45,12 +45,12 @@ class Plan:
 
 
 def plan(config, runtime: xla_cpu.Choices | None = None, run_dir: str | None = None) -> Plan:
-    """Validates the config (validate.py), then against the data and devices; raises ValueError naming
+    """Validates the config (checks.py), then against the data and devices; raises ValueError naming
     the fix. Writes nothing. `runtime`: the CLI's CPU choices (model kernels, XLA options), applied
     where the config sets none of its own. `run_dir`: the run it trains or reads, whose records an
     objective may need (a moved teacher's model)."""
     runtime = runtime or xla_cpu.Choices()
-    validate.config(config)
+    checks.config(config)
     info = data.get_info(config.data)
     total = durations.steps_of(config, "total", num_train_examples=info.num_train,
                                batch_size=config.batch_size, required=True)
@@ -195,13 +195,13 @@ def train(config, workdir: str, *, force: bool = False, runtime: xla_cpu.Choices
     trainer works on `workdir`. `runtime`: the CLI's CPU choices (xla_cpu.choose), recorded in
     results.json, never in config.json.
     """
-    validate.workdir(workdir)
+    checks.workdir(workdir)
     host.code()  # read now, while the files are the ones this process imported (results.json records it)
     finished = _finished_results(workdir, config, force)
     if finished is not None:  # reported even from a directory this user cannot write
         _say(f"{workdir} is finished: {_summary(finished)}")
         return finished
-    validate.writable_workdir(workdir)
+    checks.writable_workdir(workdir)
     with contextlib.ExitStack() as on_exit:
         # Installed before planning and compiling, which take up to minutes: a stop signal then ends the
         # run at the first step boundary with status 75 instead of killing it (143) without a word.
@@ -286,9 +286,9 @@ def _train_locked(config, workdir: str, p: Plan, force: bool, stop: "_StopFlag")
     return results
 
 
-def _evaluator(config, p: Plan, spec: StateSpec, split: str | None = None) -> evaluation.Evaluator:
+def _evaluator(config, p: Plan, spec: StateSpec, split: str | None = None) -> Evaluator:
     """Evaluates parameters on `split` (None: the test split): the means of the objective's metrics."""
-    return evaluation.Evaluator(p.objective.eval_sums, config.data, batch_size=config.eval_batch_size, mesh=p.mesh,
+    return Evaluator(p.objective.eval_sums, config.data, batch_size=config.eval_batch_size, mesh=p.mesh,
                                 params_sharding=spec.shardings.params, split=split,
                                 compiler_options=p.compiler_options)
 

@@ -11,7 +11,7 @@ import os
 
 from vitjax.objectives import OBJECTIVES  # the registry alone: no objective module, no JAX
 
-# The names optimizer.py and the trainer act on (tests/train/test_validate.py checks that each builds).
+# The names optimizer.py and the trainer act on (tests/train/test_checks.py checks that each builds).
 # Here rather than imported from optimizer.py: `vitjax train` validates before JAX is imported.
 SCHEDULES = ("cosine", "linear", "constant", "wsd")  # the decay after the warmup
 WEIGHT_DECAY_SCHEDULES = ("constant", "cosine")

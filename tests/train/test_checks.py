@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from vitjax.train import trainer, validate
+from vitjax.train import checks, trainer
 from tests.train import tiny_config
 
 from tests.paths import ROOT, TINY
@@ -53,7 +53,7 @@ def test_a_bad_value_is_refused_before_the_workdir_is_written(tmp_path, key, val
 def test_every_bad_value_is_named_at_once():
     config = _set(_set(tiny_config.get_config(), "batch_size", 0), "lr", 0.0)
     with pytest.raises(ValueError, match=r"config values no run can use:\n  batch_size=0: .*\n  lr=0.0: "):
-        validate.config(config)
+        checks.config(config)
 
 
 def test_a_workdir_that_is_a_file_is_refused(tmp_path):
@@ -84,23 +84,23 @@ def test_cli_refuses_a_bad_value_without_a_traceback(tmp_path):
 
 
 def test_every_accepted_name_builds():
-    """validate.py lists the names without importing optimizer.py (JAX): both must agree."""
+    """checks.py lists the names without importing optimizer.py (JAX): both must agree."""
     import jax.numpy as jnp
 
     from vitjax import models
     from vitjax.train import optimizer
 
     config = tiny_config.get_config()
-    for name in validate.SCHEDULES:
+    for name in checks.SCHEDULES:
         config.schedule = name
         optimizer.learning_rate_schedule(config, total_steps=10, warmup_steps=2)
-    for name in validate.OPTIMIZERS:
+    for name in checks.OPTIMIZERS:
         config.optimizer.name = name
         optimizer.make_optimizer(config, optimizer.learning_rate_schedule(config, 10, 2))
-    for name in validate.WEIGHT_DECAY_SCHEDULES:
+    for name in checks.WEIGHT_DECAY_SCHEDULES:
         config.weight_decay_schedule = name
         optimizer.make_optimizer(config, optimizer.learning_rate_schedule(config, 10, 2), total_steps=10)
-    for name in validate.DTYPES:
+    for name in checks.DTYPES:
         assert models.build("vit", 4, dtype=name, **config.model).dtype == jnp.dtype(name)
 
 
@@ -108,7 +108,7 @@ def test_every_registered_objective_builds_from_its_module():
     from vitjax import objectives
     from vitjax.objectives.base import Objective
 
-    for name in validate.OBJECTIVES:
+    for name in checks.OBJECTIVES:
         assert issubclass(objectives.objective_class(name), Objective)
 
 
