@@ -10,7 +10,8 @@ The helpers work on flat dicts: torch names with `.` (`blocks.0.attn.qkv.weight`
 or official paths with `/` (`.../query/kernel`) on the other. timm -> vitjax reads through a `Reader`
 (`get(key)`) and writes `out[path]`; vitjax -> timm reads through a `Taker` (`a.take(path)`) and writes
 `out[torch name]`. Both remember what was read, so a caller can name the parameters left over.
-Used by vitjax/interop/timm_weights.py (ViT, DeiT, hybrids, BiT) and vitjax/interop/timm_swin.py.
+Used by vitjax/interop/timm_weights.py (ViT, DeiT, hybrids, BiT), vitjax/interop/timm_swin.py and
+vitjax/interop/sam_weights.py (Segment Anything).
 """
 from __future__ import annotations
 
@@ -66,13 +67,25 @@ def attention_from_torch(get, prefix, out, dst, num_heads, q_key, kv_key, qkv_ke
         width = weight.shape[1]
         parts = {"query": (get(f"{prefix}{q_key}.weight"), get(f"{prefix}{q_key}.bias")),
                  "key": (weight[:width], bias[:width]), "value": (weight[width:], bias[width:])}
-    head_dim = width // num_heads
     for name, (w, b) in parts.items():
-        out[f"{dst}/{name}/kernel"] = w.T.reshape(width, num_heads, head_dim)
-        out[f"{dst}/{name}/bias"] = b.reshape(num_heads, head_dim)
-    proj = get(f"{prefix}proj.weight")
-    out[f"{dst}/out/kernel"] = proj.T.reshape(num_heads, head_dim, proj.shape[0])
+        out[f"{dst}/{name}/kernel"], out[f"{dst}/{name}/bias"] = projection_from_torch(w, b, num_heads)
+    out[f"{dst}/out/kernel"] = merge_from_torch(get(f"{prefix}proj.weight"), num_heads)
     out[f"{dst}/out/bias"] = get(f"{prefix}proj.bias")
+
+
+def projection_from_torch(weight, bias, num_heads):
+    """A torch Linear projecting to heads ([heads * head_dim, in], [heads * head_dim]) -> vitjax's
+    HeadsProjection (kernel [in, heads, head_dim], bias [heads, head_dim])."""
+    features_out, features_in = weight.shape
+    head_dim = features_out // num_heads
+    return weight.T.reshape(features_in, num_heads, head_dim), bias.reshape(num_heads, head_dim)
+
+
+def merge_from_torch(weight, num_heads):
+    """A torch Linear merging heads ([out, heads * head_dim]) -> vitjax's HeadsMerge kernel
+    [heads, head_dim, out]."""
+    features_out, features_in = weight.shape
+    return weight.T.reshape(num_heads, features_in // num_heads, features_out)
 
 
 def norm_from_torch(get, src, out, dst, names=("scale", "bias")):
@@ -122,14 +135,22 @@ def dense_to_torch(out, dst, a, src):
 
 def attention_to_torch(out, dst, a, src, fused: bool):
     """Official per-head kernels -> timm's fused `qkv` (or `q` and `kv`, MAP pooling) and `proj`."""
-    parts = {}
-    for name in ("query", "key", "value"):
-        kernel = a.take(f"{src}/{name}/kernel")
-        parts[name] = (kernel.reshape(kernel.shape[0], -1).T, a.take(f"{src}/{name}/bias").reshape(-1))
+    parts = {name: projection_to_torch(a.take(f"{src}/{name}/kernel"), a.take(f"{src}/{name}/bias"))
+             for name in ("query", "key", "value")}
     groups = {"qkv": ("query", "key", "value")} if fused else {"q": ("query",), "kv": ("key", "value")}
     for torch_name, names in groups.items():
         out[f"{dst}.{torch_name}.weight"] = np.concatenate([parts[n][0] for n in names])
         out[f"{dst}.{torch_name}.bias"] = np.concatenate([parts[n][1] for n in names])
-    kernel = a.take(f"{src}/out/kernel")
-    out[f"{dst}.proj.weight"] = kernel.reshape(-1, kernel.shape[-1]).T
+    out[f"{dst}.proj.weight"] = merge_to_torch(a.take(f"{src}/out/kernel"))
     out[f"{dst}.proj.bias"] = a.take(f"{src}/out/bias")
+
+
+def projection_to_torch(kernel, bias):
+    """vitjax's HeadsProjection (kernel [in, heads, head_dim], bias [heads, head_dim]) -> a torch Linear's
+    weight [heads * head_dim, in] and bias."""
+    return kernel.reshape(kernel.shape[0], -1).T, bias.reshape(-1)
+
+
+def merge_to_torch(kernel):
+    """vitjax's HeadsMerge kernel [heads, head_dim, out] -> a torch Linear's weight [out, heads * head_dim]."""
+    return kernel.reshape(-1, kernel.shape[-1]).T
