@@ -4,7 +4,7 @@
                  [--coordinator_address HOST:PORT --num_processes N --process_id I] [--distributed auto|on|off]
     vitjax eval  --workdir DIR [--checkpoint PATH] [--fewshot | --fewshot_only] [--shots 1,5,10,25]
                  [--knn | --knn_only] [--knn_k 20] [--knn_train_size N --knn_subset_seed S]
-                 [--fewshot_data JSON] [--probe fewshot|transfer] [the multi-process flags of train]
+                 [--fewshot_data JSON] [--probe fewshot|transfer] [--captions] [the multi-process flags of train]
     vitjax sweep experiments/<file>.py[:arg] --workdir DIR [--only NAME ...] [--dry-run] [--parallel N]
     vitjax plot  DIR [--out FIGDIR] [--beside OTHER_DIR ...] [--title TITLE]
     vitjax data prepare fashion_mnist [--data_dir DIR] [--download]
@@ -160,6 +160,10 @@ def _eval(args):
             results.update(fewshot.fewshot_workdir(args.workdir, checkpoint=args.checkpoint, **probe))
         if neighbours is not None:
             results.update(knn.knn_workdir(args.workdir, checkpoint=args.checkpoint, **neighbours))
+        if args.captions:
+            from vitjax.evaluate import caption_evals
+
+            results.update(caption_evals.workdir_scores(args.workdir, checkpoint=args.checkpoint))
     except ValueError as error:
         sys.exit(f"vitjax eval: error: {error}")
     except OSError as error:
@@ -226,6 +230,9 @@ def main(argv=None):
     from vitjax.evaluate import fewshot, knn  # cheap: numpy only until they run
     fewshot.add_args(evaluate)
     knn.add_args(evaluate)
+    evaluate.add_argument("--captions", action="store_true",
+                          help="a contrastive run: also zero-shot accuracy on held-out and seen colour-item pairs "
+                               "and retrieval R@1/R@5 (vitjax/evaluate/caption_evals.py)")
     distributed_args(evaluate)
     export = commands.add_parser("export", help="write a checkpoint's parameters as an official-layout .npz")
     export.add_argument("checkpoint", help="a run's workdir (its newest checkpoint), its checkpoint_best/ "

@@ -92,11 +92,13 @@ def base() -> ml_collections.ConfigDict:
     c.grad_accum_steps = 1  # micro-batches per step; the step still updates once on batch_size examples
 
     # What the step optimises (vitjax/objectives): 'supervised' (cross-entropy against the labels),
-    # 'distillation' (DeiT: a student with model.distillation_token learns from a frozen teacher too) or
-    # 'dino' (below).
+    # 'distillation' (DeiT: a student with model.distillation_token learns from a frozen teacher too),
+    # 'dino' or 'contrastive' (below).
     c.objective = "supervised"
     c.distillation = distillation_defaults()
     c.dino = dino_defaults()  # 'dino' (vitjax/objectives/dino.py), with model_name='dino'
+    c.sam = sam_defaults()  # 'sam' (vitjax/objectives/sam.py): promptable segmentation, model_name='sam'
+    c.contrastive = contrastive_defaults()  # 'contrastive' (objectives/contrastive_objective.py): dual encoders
     c.nan_policy = "stop"  # 'stop': error naming the step and last good checkpoint; 'skip': drop the update
 
     # Devices: mesh axis sizes (-1: the rest) and the sharding preset (vitjax/parallel.py). dcn_data > 1:
@@ -146,6 +148,38 @@ def evals_defaults() -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict(dict(
         knn=ml_collections.ConfigDict(dict(every_steps=0, k=20, temperature=0.07, max_train=10_000, max_test=2_000)),
         fewshot=ml_collections.ConfigDict(dict(every_steps=0, shots=(5, 10), seeds=3, max_test=2_000)),
+        zero_shot=evals_zero_shot_defaults(),
+    ))
+
+
+def contrastive_defaults() -> ml_collections.ConfigDict:
+    """config.contrastive: image-text training of a dual encoder on caption data
+    (vitjax/objectives/contrastive_objective.py). `templates` name a zero-shot class's fields in braces;
+    each class's prompts are averaged (vitjax/evaluate/zero_shot.py)."""
+    return ml_collections.ConfigDict(dict(
+        loss="sigmoid",  # 'sigmoid' (SigLIP, needs model.layout='siglip') or 'softmax' (CLIP)
+        templates=("a {colour} {item}", "a small {colour} {item}", "a large {colour} {item}",
+                   "a {colour} {item} in the centre", "a {colour} {item} at the top left",
+                   "a {colour} {item} at the bottom right"),
+    ))
+
+
+def evals_zero_shot_defaults() -> ml_collections.ConfigDict:
+    """config.evals.zero_shot: a contrastive run's zero-shot accuracy on held-out and seen colour-item
+    pairs and its retrieval R@1/R@5 (vitjax/evaluate/caption_evals.py) on its first `max_test` test pairs."""
+    return ml_collections.ConfigDict(dict(every_steps=0, max_test=1_000))
+
+
+def sam_defaults() -> ml_collections.ConfigDict:
+    """config.sam: SAM's interactive training (vitjax/objectives/sam.py) on data.name='canvases'. The paper's
+    share of box-first prompts and box noise; fewer rounds (its 8 clicks and 2 refinements cost 11 decoder
+    passes a target, too many for 2 CPU cores)."""
+    return ml_collections.ConfigDict(dict(
+        clicks=3,  # rounds after the first prompt, each adding a point from the error region
+        box_fraction=0.5,  # the share of targets whose first prompt is their box (the others: a point)
+        box_noise=0.1,  # training boxes move by N(0, (0.1 x side)^2) per coordinate (at most 20 pixels)
+        iou_weight=1.0,  # of the IoU head's squared error, beside the masks' focal (x20) + dice loss
+        eval_clicks=(1, 3, 5),  # mIoU after these many clicks (and for a box) in every evaluation
     ))
 
 
@@ -176,7 +210,7 @@ def data_defaults() -> ml_collections.ConfigDict:
     """
     c = ml_collections.ConfigDict()
     # A tfds name ('fashion_mnist', 'cifar10', 'imagenet2012', ...), 'folder:/root' (root/<split>/<class>/*.png),
-    # 'npz:/file.npz' (keys <split>_images, <split>_labels, optional num_classes) or 'synthetic'.
+    # 'npz:/file.npz' (keys <split>_images, <split>_labels, optional num_classes), 'synthetic', 'captions' or 'canvases'.
     c.name = "fashion_mnist"
     c.data_dir = config_dict.placeholder(str)  # None: $TFDS_DATA_DIR or ~/tensorflow_datasets.
     c.train_split = "train"
@@ -226,6 +260,19 @@ def data_defaults() -> ml_collections.ConfigDict:
     c.synthetic = ml_collections.ConfigDict(
         dict(num_train=1024, num_test=256, image_shape=(16, 16, 3), num_classes=10, seed=0)
     )
+    # name='captions': image-caption pairs made from the items of `base` ('fashion_mnist', or 'synthetic'
+    # as data.synthetic says), tinted, scaled and placed on a canvas of `canvas` pixels (vitjax/data/captions.py);
+    # num_train / num_test: the first N pairs of each split (None: one per base item).
+    c.captions = ml_collections.ConfigDict(dict(
+        base="fashion_mnist", seed=0, canvas=48,
+        num_train=config_dict.placeholder(int), num_test=config_dict.placeholder(int)))
+    # name='canvases': `num_items` items of `base` ('fashion_mnist', or 'synthetic' as data.synthetic says) at
+    # random sides in `scale` pixels, overlapping, with their visible masks, on canvases of `canvas` pixels
+    # (vitjax/data/canvases.py); training canvases hold items of `seen_classes` only, test canvases
+    # alternate seen and unseen classes; num_train / num_test canvases (num_test even).
+    c.canvases = ml_collections.ConfigDict(dict(
+        base="fashion_mnist", seed=0, canvas=64, num_items=3, scale=(20, 40), seen_classes=(0, 1, 4, 5, 8),
+        num_train=10_000, num_test=1_000))
     return c
 
 

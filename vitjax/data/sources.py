@@ -128,11 +128,11 @@ def select_classes(split, classes):
 
 
 def kind(cfg):
-    """'synthetic', 'folder', 'npz' or 'tfds'."""
+    """'synthetic', 'captions', 'folder', 'npz' or 'tfds'."""
     for prefix in ("folder", "npz"):
         if cfg.name.startswith(prefix + ":"):
             return prefix
-    return "synthetic" if cfg.name == "synthetic" else "tfds"
+    return cfg.name if cfg.name in ("synthetic", "captions", "canvases") else "tfds"
 
 
 def split_name(cfg, split):
@@ -191,6 +191,17 @@ def _load_whole(cfg, split):
         )
     if k == "tfds":
         return _load_tfds(cfg.name, cfg.data_dir, name)
+    if k == "captions":
+        c, syn = cfg.captions, cfg.synthetic
+        base = (c.base, cfg.data_dir) if c.base != "synthetic" else (
+            c.base, syn.num_train, syn.num_test, tuple(syn.image_shape), syn.num_classes, syn.seed)
+        return _load_captions(name, base, c.seed, c.canvas, c.num_train if name == "train" else c.num_test)
+    if k == "canvases":
+        c, syn = cfg.canvases, cfg.synthetic
+        base = (c.base, cfg.data_dir) if c.base != "synthetic" else (
+            c.base, syn.num_train, syn.num_test, tuple(syn.image_shape), syn.num_classes, syn.seed)
+        settings = (c.seed, c.canvas, c.num_items, tuple(c.scale), tuple(c.seen_classes))
+        return _load_canvases(name, base, settings, c.num_train if name == "train" else c.num_test)
     return _load_path(k, cfg.name.split(":", 1)[1], name)
 
 
@@ -198,6 +209,48 @@ def _load_whole(cfg, split):
 def _load_synthetic(split, num_train, num_test, image_shape, num_classes, seed):
     images, labels = make_synthetic(split, num_train, num_test, image_shape, num_classes, seed)
     return validate(images, labels, num_classes, f"synthetic split {split!r}")
+
+
+@functools.lru_cache(maxsize=2)  # Train and test.
+def _load_captions(split, base, seed, canvas, size):
+    """Image-caption pairs (vitjax/data/captions.py) of `split`; `base`: ('synthetic', its settings) or
+    (a tfds name, data_dir), whose items are drawn."""
+    from vitjax.data import captions  # here: runs of other data never load it
+
+    if base[0] == "synthetic":
+        images, labels = make_synthetic(split, *base[1:])
+    elif base[0] == "fashion_mnist":
+        images, labels, _ = tfds_source.load(*base, split)
+    else:
+        raise DataError(f"data.captions.base={base[0]!r}: the captions name Fashion-MNIST's items; use "
+                        f"'fashion_mnist' or 'synthetic' (10 classes)")
+    try:
+        images, labels = captions.make_split(images, labels, split, seed=seed, canvas=canvas, size=size)
+    except ValueError as error:
+        raise DataError(f"data.captions (base {base[0]!r}): {error}") from None
+    return validate(images, labels, captions.NUM_COMPOSITIONS, f"captions of {base[0]} split {split!r}")
+
+
+@functools.lru_cache(maxsize=2)  # Train and test.
+def _load_canvases(split, base, settings, size):
+    """Segmentation canvases (vitjax/data/canvases.py) of `split`, their items drawn from `base`:
+    ('synthetic', its settings) or ('fashion_mnist', data_dir); `settings` (seed, canvas, num_items, scale,
+    seen classes)."""
+    from vitjax.data import canvases  # here: runs of other data never load it
+
+    if base[0] == "synthetic":
+        images, labels = make_synthetic(split, *base[1:])
+    elif base[0] == "fashion_mnist":
+        images, labels, _ = tfds_source.load(*base, split)
+    else:
+        raise DataError(f"data.canvases.base={base[0]!r}: use 'fashion_mnist' or 'synthetic' (10 classes)")
+    seed, canvas, num_items, scale, seen = settings
+    try:
+        images, groups = canvases.make_split(images, labels, split, seed=seed, canvas=canvas, size=size,
+                                             num_items=num_items, scale=scale, seen=seen)
+    except ValueError as error:
+        raise DataError(f"data.canvases (base {base[0]!r}): {error}") from None
+    return validate(images, groups, 2, f"canvases of {base[0]} split {split!r}")
 
 
 @functools.lru_cache(maxsize=2)  # Train and test; in-memory splits can be GBs.

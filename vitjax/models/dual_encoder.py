@@ -19,7 +19,7 @@ SigLIP log(10) and -10, which keep the sigmoid loss's many negatives from swampi
 (transformers' SigLIP starts both at 0; its weights are converted as they are).
 """
 import math
-from typing import Any
+from typing import Any, Literal
 
 import flax.linen as nn
 import jax.numpy as jnp
@@ -119,6 +119,66 @@ def siglip(*, image_size: int = 224, patch_size: int = 16, vision_width: int = 7
                            pool="last", activation=activation, norm_epsilon=norm_epsilon, **dtypes)
     return DualEncoder(image=image, text=text, logit_scale_init=SIGLIP_LOGIT_SCALE,
                        logit_bias_init=SIGLIP_LOGIT_BIAS)
+
+
+class ConfiguredDualEncoder(nn.Module):
+    """A dual encoder from flat fields, as `vitjax train` builds one (`model_name='dual_encoder'`,
+    config.model holding these fields): `clip(...)` or `siglip(...)` by `layout`, tiny by default (a
+    48x48 image tower and a width-64 text tower for the caption data, vitjax/data/captions.py).
+
+    Its variables are those of the DualEncoder it wraps (`towers()`; flax's share_scope), so
+    `towers().apply(variables, ...)`, the converters of vitjax/interop/hf_dual_encoder.py and this
+    module read the same tree. `model.init(key, images)` works without tokens, as the trainer
+    initialises every model: a zero text of `max_length` tokens stands in. `eos_token_id` 1 is
+    vitjax/data/tokenizer.py's end-of-text token, which CLIP's layout reads."""
+    layout: Literal["clip", "siglip"] = "siglip"
+    image_size: int = 48
+    patch_size: int = 8
+    vision_width: int = 64
+    vision_depth: int = 2
+    vision_mlp_dim: int = 128
+    vision_heads: int = 4
+    text_width: int = 64
+    text_depth: int = 2
+    text_mlp_dim: int = 128
+    text_heads: int = 4
+    vocab_size: int = 64
+    max_length: int = 12
+    embed_dim: int | None = None  # None: the layout's (CLIP: the text width; SigLIP: the vision width)
+    eos_token_id: int = 1
+    kernels: tuple[str, ...] = ()  # names from vitjax/models/kernels.py, for both towers
+    dtype: Any = jnp.float32
+    param_dtype: Any = jnp.float32
+
+    @nn.nowrap
+    def towers(self) -> DualEncoder:
+        """The DualEncoder these fields describe (unbound when called from outside a module)."""
+        shared = dict(image_size=self.image_size, patch_size=self.patch_size, vision_width=self.vision_width,
+                      vision_depth=self.vision_depth, vision_mlp_dim=self.vision_mlp_dim,
+                      vision_heads=self.vision_heads, text_width=self.text_width, text_depth=self.text_depth,
+                      text_mlp_dim=self.text_mlp_dim, text_heads=self.text_heads, vocab_size=self.vocab_size,
+                      max_length=self.max_length, kernels=tuple(self.kernels), dtype=self.dtype,
+                      param_dtype=self.param_dtype)
+        if self.layout == "clip":
+            return clip(embed_dim=self.embed_dim or self.text_width, eos_token_id=self.eos_token_id, **shared)
+        if self.layout == "siglip":
+            return siglip(embed_dim=self.embed_dim, **shared)
+        raise ValueError(f"model.layout={self.layout!r}: choose 'clip' or 'siglip'")
+
+    def setup(self):
+        self.encoder = self.towers()
+        nn.share_scope(self, self.encoder)
+
+    def embed_images(self, images, *, train=False):
+        return self.encoder.embed_images(images, train=train)
+
+    def embed_texts(self, tokens, valid=None, *, train=False):
+        return self.encoder.embed_texts(tokens, valid, train=train)
+
+    def __call__(self, images, tokens=None, valid=None, *, train=False) -> dict[str, Any]:
+        if tokens is None:
+            tokens = jnp.zeros((images.shape[0], self.max_length), jnp.int32)
+        return self.encoder(images, tokens, valid, train=train)
 
 
 def example_inputs(model: DualEncoder, batch: int = 1, channels: int = 3):

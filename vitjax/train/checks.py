@@ -85,6 +85,10 @@ _RULES = (
      "list examples per class >= 1, e.g. (5, 10)"),
     ("evals.fewshot.seeds", _at_least(1), "draw each k-shot set at least once, e.g. 3"),
     ("evals.fewshot.max_test", _at_least(1), "score N >= 1 test images, e.g. 2000"),
+    ("evals.zero_shot.every_steps", _at_least(0), "use 0 for no zero-shot and retrieval evaluation during "
+     "training, or N >= 1 to run it every N steps"),
+    ("evals.zero_shot.max_test", _at_least(5), "score N >= 5 test pairs (R@5 needs 5), e.g. 1000"),
+    ("contrastive.loss", lambda name: name in ("sigmoid", "softmax"), "choose 'sigmoid' (SigLIP) or 'softmax' (CLIP)"),
     ("nan_policy", lambda name: name in NAN_POLICIES,
      "nan_policy must be 'stop' or 'skip' ('stop' raises at the first non-finite loss, 'skip' drops such updates)"),
 )
@@ -115,6 +119,9 @@ def config(c) -> None:
         if not good:
             problems.append(f"{key}={value!r}: {fix}")
     problems += _objective_and_model(c)
+    if _get(c, "evals.zero_shot.every_steps") not in (_ABSENT, 0) and _get(c, "objective") != "contrastive":
+        problems.append(f"evals.zero_shot.every_steps={_get(c, 'evals.zero_shot.every_steps')} scores a dual encoder "
+                        f"on caption data: it needs objective='contrastive'; set it to 0")
     if _get(c, "branch_from") not in (_ABSENT, "") and _get(c, "schedule") != "wsd":
         problems.append(f"branch_from={_get(c, 'branch_from')!r} needs schedule='wsd' (only its constant phase is "
                         f"shared by runs of other lengths): set --config.schedule=wsd, or clear branch_from")
@@ -131,14 +138,16 @@ def _objective_and_model(c) -> list[str]:
         return []
     needed = OBJECTIVE_MODELS.get(objective)
     if needed is not None and model_name != needed:
+        example = OBJECTIVES[objective].config or f"configs/fashion_mnist/{needed}.py"
         return [f"objective={objective!r} trains model_name={needed!r}, got model_name={model_name!r}: set "
-                f"--config.model_name={needed} (with its model settings, e.g. configs/fashion_mnist/{needed}.py), "
+                f"--config.model_name={needed} (with its model settings, e.g. {example}), "
                 f"or choose another objective"]
     wanting = [name for name, family in OBJECTIVE_MODELS.items() if family == model_name]
     if wanting and objective not in wanting:
+        hint = (f" (to fine-tune its encoder as a classifier, train a ViT with --config.init_from=<the "
+                f"{model_name} run>)" if OBJECTIVES[wanting[0]].encoder_for_vit else "")
         return [f"model_name={model_name!r} is trained by objective={wanting[0]!r} only, got "
-                f"objective={objective!r}: set --config.objective={wanting[0]} (to fine-tune its encoder as "
-                f"a classifier, train a ViT with --config.init_from=<the {model_name} run>)"]
+                f"objective={objective!r}: set --config.objective={wanting[0]}{hint}"]
     return []
 
 

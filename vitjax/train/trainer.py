@@ -314,7 +314,8 @@ def _feature_evals(config, p: Plan):
     if not _wants_feature_evals(config):
         return None
     from vitjax.evaluate import in_training
-    return in_training.FeatureEvals(config, p.total_steps, p.info.num_classes)
+    return in_training.FeatureEvals(config, p.total_steps, p.info.num_classes, model=p.model,
+                                    records=p.objective.records())
 
 
 def _wants_feature_evals(config) -> bool:
