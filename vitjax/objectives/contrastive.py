@@ -14,8 +14,7 @@ so it needs no normalisation over the batch, and `sigmoid_loss_chunked` never fo
 then the texts move one device along a ring (`jax.lax.ppermute`) D - 1 times, each step scoring only
 negatives. Memory per device is one [N/D, N/D] block; the value and the gradients are those of
 `sigmoid_loss` on the gathered batch (tests/objectives/test_contrastive.py, on 8 devices).
-These are not yet an objective plug-in (vitjax/objectives/base.py): an image-caption input and a
-trainer wiring are issue 40's next items.
+The objective plug-in that trains with them is vitjax/objectives/contrastive_objective.py.
 """
 import jax
 import jax.numpy as jnp
