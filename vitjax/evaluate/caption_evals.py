@@ -11,7 +11,8 @@ the mean of its template prompts: vitjax/evaluate/zero_shot.py), image_to_text_r
 text_to_image_r1/_r5 (vitjax/evaluate/retrieval.py, among the `max_test` pairs' own captions; a text
 with the same caption as the image's counts as right), num_test, num_held_out. Images pass through the
 run's pp_eval; texts through the run's tokenizer (its tokenizer.json record).
-Tests: tests/evaluate/test_caption_evals.py.
+Tests: tests/objectives/test_contrastive_objective.py (logged during a tiny run); the metrics themselves:
+tests/evaluate/test_zero_shot_and_retrieval.py.
 """
 import jax
 import jax.numpy as jnp
