@@ -35,6 +35,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from vitjax.data import captions
+from vitjax.parallel import BATCH_AXES
 from vitjax.data.tokenizer import EOS_ID, RECORD, WordTokenizer, words_of
 from vitjax.evaluate import zero_shot
 from vitjax.models.dual_encoder import logits_per_image
@@ -42,7 +43,6 @@ from vitjax.objectives import contrastive
 from vitjax.objectives.base import Objective, Selection, StepInfo
 
 LOSSES = ("sigmoid", "softmax")
-BATCH_AXES = ("data", "fsdp")  # vitjax/parallel.py's: the axes a batch is split over
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
