@@ -97,6 +97,7 @@ def base() -> ml_collections.ConfigDict:
     c.objective = "supervised"
     c.distillation = distillation_defaults()
     c.dino = dino_defaults()  # 'dino' (vitjax/objectives/dino.py), with model_name='dino'
+    c.sam = sam_defaults()  # 'sam' (vitjax/objectives/sam.py): promptable segmentation, model_name='sam'
     c.contrastive = contrastive_defaults()  # 'contrastive' (objectives/contrastive_objective.py): dual encoders
     c.nan_policy = "stop"  # 'stop': error naming the step and last good checkpoint; 'skip': drop the update
 
@@ -169,6 +170,19 @@ def evals_zero_shot_defaults() -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict(dict(every_steps=0, max_test=1_000))
 
 
+def sam_defaults() -> ml_collections.ConfigDict:
+    """config.sam: SAM's interactive training (vitjax/objectives/sam.py) on data.name='canvases'. The paper's
+    share of box-first prompts and box noise; fewer rounds (its 8 clicks and 2 refinements cost 11 decoder
+    passes a target, too many for 2 CPU cores)."""
+    return ml_collections.ConfigDict(dict(
+        clicks=3,  # rounds after the first prompt, each adding a point from the error region
+        box_fraction=0.5,  # the share of targets whose first prompt is their box (the others: a point)
+        box_noise=0.1,  # training boxes move by N(0, (0.1 x side)^2) per coordinate (at most 20 pixels)
+        iou_weight=1.0,  # of the IoU head's squared error, beside the masks' focal (x20) + dice loss
+        eval_clicks=(1, 3, 5),  # mIoU after these many clicks (and for a box) in every evaluation
+    ))
+
+
 def dino_defaults() -> ml_collections.ConfigDict:
     """config.dino: the DINO objective's settings (vitjax/objectives/dino.py), self-distillation without
     labels. The official defaults, crop sizes aside: 0 means the image's size for global crops and
@@ -196,7 +210,8 @@ def data_defaults() -> ml_collections.ConfigDict:
     """
     c = ml_collections.ConfigDict()
     # A tfds name ('fashion_mnist', 'cifar10', 'imagenet2012', ...), 'folder:/root' (root/<split>/<class>/*.png),
-    # 'npz:/file.npz' (keys <split>_images, <split>_labels, optional num_classes), 'synthetic' or 'captions'.
+    # 'npz:/file.npz' (keys <split>_images, <split>_labels, optional num_classes), 'synthetic', 'captions' or
+    # 'canvases'.
     c.name = "fashion_mnist"
     c.data_dir = config_dict.placeholder(str)  # None: $TFDS_DATA_DIR or ~/tensorflow_datasets.
     c.train_split = "train"
@@ -252,6 +267,13 @@ def data_defaults() -> ml_collections.ConfigDict:
     c.captions = ml_collections.ConfigDict(dict(
         base="fashion_mnist", seed=0, canvas=48,
         num_train=config_dict.placeholder(int), num_test=config_dict.placeholder(int)))
+    # name='canvases': `num_items` items of `base` ('fashion_mnist', or 'synthetic' as data.synthetic says) at
+    # random sides in `scale` pixels, overlapping, with their visible masks, on canvases of `canvas` pixels
+    # (vitjax/data/canvases.py); training canvases hold items of `seen_classes` only, test canvases
+    # alternate seen and unseen classes; num_train / num_test canvases (num_test even).
+    c.canvases = ml_collections.ConfigDict(dict(
+        base="fashion_mnist", seed=0, canvas=64, num_items=3, scale=(20, 40), seen_classes=(0, 1, 4, 5, 8),
+        num_train=10_000, num_test=1_000))
     return c
 
 

@@ -132,7 +132,7 @@ def kind(cfg):
     for prefix in ("folder", "npz"):
         if cfg.name.startswith(prefix + ":"):
             return prefix
-    return cfg.name if cfg.name in ("synthetic", "captions") else "tfds"
+    return cfg.name if cfg.name in ("synthetic", "captions", "canvases") else "tfds"
 
 
 def split_name(cfg, split):
@@ -196,6 +196,12 @@ def _load_whole(cfg, split):
         base = (c.base, cfg.data_dir) if c.base != "synthetic" else (
             c.base, syn.num_train, syn.num_test, tuple(syn.image_shape), syn.num_classes, syn.seed)
         return _load_captions(name, base, c.seed, c.canvas, c.num_train if name == "train" else c.num_test)
+    if k == "canvases":
+        c, syn = cfg.canvases, cfg.synthetic
+        base = (c.base, cfg.data_dir) if c.base != "synthetic" else (
+            c.base, syn.num_train, syn.num_test, tuple(syn.image_shape), syn.num_classes, syn.seed)
+        settings = (c.seed, c.canvas, c.num_items, tuple(c.scale), tuple(c.seen_classes))
+        return _load_canvases(name, base, settings, c.num_train if name == "train" else c.num_test)
     return _load_path(k, cfg.name.split(":", 1)[1], name)
 
 
@@ -223,6 +229,28 @@ def _load_captions(split, base, seed, canvas, size):
     except ValueError as error:
         raise DataError(f"data.captions (base {base[0]!r}): {error}") from None
     return validate(images, labels, captions.NUM_COMPOSITIONS, f"captions of {base[0]} split {split!r}")
+
+
+@functools.lru_cache(maxsize=2)  # Train and test.
+def _load_canvases(split, base, settings, size):
+    """Segmentation canvases (vitjax/data/canvases.py) of `split`, their items drawn from `base`:
+    ('synthetic', its settings) or ('fashion_mnist', data_dir); `settings` (seed, canvas, num_items, scale,
+    seen classes)."""
+    from vitjax.data import canvases  # here: runs of other data never load it
+
+    if base[0] == "synthetic":
+        images, labels = make_synthetic(split, *base[1:])
+    elif base[0] == "fashion_mnist":
+        images, labels, _ = tfds_source.load(*base, split)
+    else:
+        raise DataError(f"data.canvases.base={base[0]!r}: use 'fashion_mnist' or 'synthetic' (10 classes)")
+    seed, canvas, num_items, scale, seen = settings
+    try:
+        images, groups = canvases.make_split(images, labels, split, seed=seed, canvas=canvas, size=size,
+                                             num_items=num_items, scale=scale, seen=seen)
+    except ValueError as error:
+        raise DataError(f"data.canvases (base {base[0]!r}): {error}") from None
+    return validate(images, groups, 2, f"canvases of {base[0]} split {split!r}")
 
 
 @functools.lru_cache(maxsize=2)  # Train and test; in-memory splits can be GBs.

@@ -8,6 +8,10 @@ What is summed is the caller's (an objective's `eval_sums`, vitjax/objectives/ba
 the rest, the same for every objective: the batches of the split, their padding, their placement on
 the devices, one compilation, and the fixed key each batch gets (`batch_key`), which makes an
 evaluation that draws (MAE's masks) give the same numbers every time it sees the same parameters.
+
+A metric over some of the examples only (SAM's mIoU on the canvases of unseen classes) gives its own
+count: `sums` may hold METRIC_COUNTS, {metric: how many things its sum is over}, and that metric is then
+its sum over the split divided by its count's sum; a metric whose count is 0 over the split is left out.
 """
 import math
 
@@ -17,6 +21,7 @@ import jax.numpy as jnp
 from vitjax import data, parallel
 
 EVAL_SEED = 0  # the root of every evaluation key: one fixed key per batch index, whatever the run
+METRIC_COUNTS = "metric_counts"  # the key of `sums`' own counts (module docstring)
 
 
 def batch_key(index):
@@ -58,7 +63,8 @@ class Evaluator:
         count = float(totals.pop("count")) if totals is not None else 0.0
         if count == 0:
             raise ValueError(f"split {self._split!r} of {self._data_config.name} is empty; nothing to evaluate")
-        return {name: float(total) / count for name, total in totals.items()}
+        own = {name: float(total) for name, total in totals.pop(METRIC_COUNTS, {}).items()}
+        return {name: float(total) / own.get(name, count) for name, total in totals.items() if own.get(name, count)}
 
 
 def _padded(batch_size: int, multiple: int) -> int:

@@ -1,6 +1,6 @@
 """Model families: ViT (and the R50+ViT hybrid), BiT ResNet-v2, Swin, the MAE and DINO pre-training
-models and dual encoders (CLIP, SigLIP), as flax.linen modules; and Segment Anything (SAM), promptable
-segmentation.
+models, dual encoders (CLIP, SigLIP) and Segment Anything (SAM, promptable segmentation), as flax.linen
+modules.
 
     model = models.build("vit", 10, variant="Ti/4")   # by a config's model_name
     models.ViT, models.family("swin"), models.SAM      # the classes
@@ -13,11 +13,9 @@ import importlib
 
 # model_name -> (module under vitjax/models/, class)
 FAMILIES = {"vit": ("vit", "ViT"), "bit": ("bit", "BiT"), "swin": ("swin", "Swin"), "mae": ("mae", "MAE"),
-            "dino": ("dino", "DINO"), "dual_encoder": ("dual_encoder", "ConfiguredDualEncoder")}
-# Classes reachable as models.<name> that no config's model_name trains yet: SAM takes prompts, not just
-# images, and has no objective on the plug-in layer (vitjax/objectives/), so `vitjax train` must not offer it.
-NOT_TRAINED_BY_NAME = {"SAM": "sam"}
-_MODULE_OF_CLASS = {**{name: module for module, name in FAMILIES.values()}, **NOT_TRAINED_BY_NAME}
+            "dino": ("dino", "DINO"), "dual_encoder": ("dual_encoder", "ConfiguredDualEncoder"),
+            "sam": ("sam", "SAM")}
+_MODULE_OF_CLASS = {name: module for module, name in FAMILIES.values()}
 
 __all__ = ["BiT", "ConfiguredDualEncoder", "DINO", "MAE", "SAM", "Swin", "ViT", "FAMILIES", "build", "family"]
 

@@ -76,6 +76,7 @@ class SAM(nn.Module):
     depth: int | None = None
     num_heads: int | None = None
     global_attn_indexes: tuple[int, ...] | None = None
+    mlp_ratio: float = 4.0  # the encoder blocks' MLP width over theirs (2 matches vitjax's Fashion-MNIST ViT)
     prompt_width: int = 256
     mask_in_chans: int = 16
     decoder_depth: int = 2
@@ -138,7 +139,7 @@ class SAM(nn.Module):
         dtypes = dict(dtype=self.dtype, param_dtype=self.param_dtype)
         self.image_encoder = ImageEncoder(
             size.width, size.depth, size.num_heads, tuple(size.global_attn_indexes), self.window_size,
-            self.patch_size, self.image_size, self.prompt_width, **dtypes)
+            self.patch_size, self.image_size, self.prompt_width, self.mlp_ratio, **dtypes)
         self.prompt_encoder = PromptEncoder(self.prompt_width, (self.grid, self.grid),
                                             (self.image_size, self.image_size), self.mask_in_chans, **dtypes)
         self.mask_decoder = MaskDecoder(self.decoder_depth, self.decoder_heads, self.decoder_mlp_dim,
@@ -162,7 +163,8 @@ class SAM(nn.Module):
                                  multimask_output)
 
     def __call__(self, images, points=None, labels=None, boxes=None, mask_input=None,
-                 multimask_output: bool = True):
+                 multimask_output: bool = True, *, train: bool = False):
+        # `train` changes nothing (SAM has no dropout): the trainer initialises every family with it.
         return self.predict_masks(self.embed_image(images), points, labels, boxes, mask_input, multimask_output)
 
 

@@ -25,6 +25,8 @@ class Registered:
     name: str  # its Objective subclass
     # The one model family the objective trains, which no other objective can train; None: any classifier.
     model: str | None = None
+    config: str = ""  # a config file training that family ('': configs/fashion_mnist/<model>.py), for errors
+    encoder_for_vit: bool = True  # whether its runs give a ViT classifier an encoder (init_from), for errors
 
 
 OBJECTIVES = {
@@ -34,6 +36,9 @@ OBJECTIVES = {
     "mae": Registered("mae", "MAE", model="mae"),
     # Its loss compares the projection head's outputs, which only the DINO model has.
     "dino": Registered("dino", "DINO", model="dino"),
+    # Its loss is the masks' and the IoU head's, answers to prompts that only SAM takes.
+    "sam": Registered("sam", "PromptableSegmentation", model="sam", config="configs/sam/tiny.py",
+                      encoder_for_vit=False),
     # Its loss compares image and text embeddings, which only a dual encoder makes.
     "contrastive": Registered("contrastive_objective", "Contrastive", model="dual_encoder"),
 }

@@ -138,14 +138,16 @@ def _objective_and_model(c) -> list[str]:
         return []
     needed = OBJECTIVE_MODELS.get(objective)
     if needed is not None and model_name != needed:
+        example = OBJECTIVES[objective].config or f"configs/fashion_mnist/{needed}.py"
         return [f"objective={objective!r} trains model_name={needed!r}, got model_name={model_name!r}: set "
-                f"--config.model_name={needed} (with its model settings, e.g. configs/fashion_mnist/{needed}.py), "
+                f"--config.model_name={needed} (with its model settings, e.g. {example}), "
                 f"or choose another objective"]
     wanting = [name for name, family in OBJECTIVE_MODELS.items() if family == model_name]
     if wanting and objective not in wanting:
+        hint = (f" (to fine-tune its encoder as a classifier, train a ViT with --config.init_from=<the "
+                f"{model_name} run>)" if OBJECTIVES[wanting[0]].encoder_for_vit else "")
         return [f"model_name={model_name!r} is trained by objective={wanting[0]!r} only, got "
-                f"objective={objective!r}: set --config.objective={wanting[0]} (to fine-tune its encoder as "
-                f"a classifier, train a ViT with --config.init_from=<the {model_name} run>)"]
+                f"objective={objective!r}: set --config.objective={wanting[0]}{hint}"]
     return []
 
 

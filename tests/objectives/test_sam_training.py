@@ -1,0 +1,90 @@
+"""End to end: a tiny SAM trains through `vitjax train` (the CLI's main, in this process) on synthetic
+canvases with finite losses, reports its mIoU after clicks and for a box on seen and unseen classes,
+resumes bit-exactly after an interruption; and configs pairing SAM's objective with another model (or
+the reverse), or SAM with data that has no masks, are refused before anything compiles."""
+import math
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from tests.objectives import sam_tiny_config
+from vitjax import cli, config_compare, metrics_log, rundir
+from vitjax.checkpoints import locations, reader
+from vitjax.train import checks, trainer
+
+CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sam_tiny_config.py")
+PROMPTS = ("1click", "2click", "box")
+
+
+def _train(workdir):
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("VITJAX_XLA_CPU_DEFAULTS", "0")  # no CPU device split in a process whose JAX has started
+        cli.main(["train", "--config", CONFIG, "--workdir", str(workdir)])
+    return rundir.read_results(str(workdir))
+
+
+def _rows(workdir, key):
+    return {row["step"]: row[key] for row in metrics_log.read_metrics(str(workdir)) if key in row}
+
+
+@pytest.fixture(scope="module")
+def sam_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("sam")
+    return workdir, _train(workdir)
+
+
+def test_a_tiny_sam_trains_with_finite_losses_and_reports_miou_by_prompt_and_class_group(sam_run):
+    workdir, results = sam_run
+    losses = _rows(workdir, "loss")
+    assert sorted(losses) == list(range(1, 7)) and all(math.isfinite(v) for v in losses.values())
+    assert all(math.isfinite(v) for v in _rows(workdir, "iou_loss").values())
+    for group in ("seen", "unseen"):
+        for prompt in PROMPTS:
+            assert 0.0 <= results[f"test_miou_{group}_{prompt}"] <= 1.0
+
+
+def test_an_interrupted_sam_run_resumes_bit_exactly(sam_run, tmp_path):
+    workdir, results = sam_run
+    copy = tmp_path / "copy"
+    shutil.copytree(workdir, copy)
+    os.remove(rundir.file_path(str(copy), rundir.RESULTS))
+    for step in (4, 6):  # the run stopped after step 2's checkpoint
+        shutil.rmtree(locations.step_dir(locations.checkpoint_dir(str(copy)), step))
+    resumed = _train(copy)
+    assert _rows(copy, "loss") == _rows(workdir, "loss")  # the same prompts and clicks, step by step
+    assert {k: v for k, v in resumed.items() if k.startswith("test_")} == {
+        k: v for k, v in results.items() if k.startswith("test_")}
+    before, after = (config_compare.flatten(reader.read_params(str(w))) for w in (workdir, copy))
+    assert before.keys() == after.keys()
+    for key, value in before.items():
+        np.testing.assert_array_equal(np.asarray(after[key]), np.asarray(value), err_msg=key)
+
+
+@pytest.mark.parametrize("model_name, objective, message", [
+    ("vit", "sam", "objective='sam' trains model_name='sam', got model_name='vit': set --config.model_name=sam "
+                   "(with its model settings, e.g. configs/sam/tiny.py)"),
+    ("sam", "supervised", "model_name='sam' is trained by objective='sam' only, got objective='supervised': "
+                          "set --config.objective=sam"),
+])
+def test_sams_objective_and_model_go_together_or_are_refused(model_name, objective, message):
+    config = sam_tiny_config.get_config()
+    config.model_name, config.objective = model_name, objective
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        checks.config(config)
+    with pytest.raises(ValueError, match="set --config"):
+        trainer.plan(config)  # plan validates first of all
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(pp_train="value_range(-1, 1)"), "set data.pp_train='' and data.pp_eval=''"),
+    (dict(name="synthetic"), "objective='sam' trains on data.name='canvases'"),
+])
+def test_sam_is_refused_data_without_masks_before_compiling(change, message):
+    config = sam_tiny_config.get_config()
+    config.data.update(change)
+    if "name" in change:
+        config.data.synthetic.image_shape = (32, 32, 3)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        trainer.plan(config)
