@@ -13,7 +13,7 @@ import pytest
 from vitjax import models, parallel
 from vitjax.data import config as data_config, sources
 from vitjax.evaluate import classification
-from vitjax.evaluate.evaluator import Evaluator
+from vitjax.evaluate.evaluator import METRIC_COUNTS, Evaluator
 
 NUM_TEST = 128
 
@@ -110,3 +110,19 @@ def test_an_eval_batch_size_that_does_not_divide_by_the_devices_is_padded():
     for size in ("500", "36"):
         assert out["metrics"][size]["accuracy"] == reference["accuracy"], size
         assert out["metrics"][size]["loss"] == pytest.approx(reference["loss"], rel=1e-5), size
+
+
+def test_a_metric_with_its_own_count_is_averaged_over_it_and_left_out_where_it_counts_nothing():
+    """eval_sums may count a metric over some examples only (SAM's mIoU on unseen classes): the mean is
+    over those, across the padded batches; a metric counting nothing in the split is not reported."""
+    def sums(params, batch, rng):
+        mask = batch["mask"].astype(jnp.float32)
+        zero, low = (batch["label"] == 0) * mask, (batch["label"] < 2) * mask
+        return {"zero_among_low": jnp.sum(zero), "never": jnp.sum(zero),
+                METRIC_COUNTS: {"zero_among_low": jnp.sum(low), "never": jnp.sum(low * 0)}}
+
+    mesh = parallel.make_mesh({"data": -1})
+    got = Evaluator(sums, _data_config(), batch_size=48, mesh=mesh, params_sharding=parallel.replicated(mesh))({})
+    labels = sources.load(_data_config(), "test").labels
+    assert 0 < (labels == 0).sum() < (labels < 2).sum()  # the two counts differ, so a wrong divisor shows
+    assert got == {"zero_among_low": pytest.approx((labels == 0).sum() / (labels < 2).sum(), abs=1e-9)}
