@@ -111,7 +111,7 @@ def _saved_extra(workdir):
     (lambda c, t: setattr(c.distillation, "model_name", "vit"), "leave distillation.model_name empty"),
     (lambda c, t: setattr(c, "objective", "supervised"), "model.distillation_token=true needs objective='distillation'"),
     (lambda c, t: setattr(c, "objective", "byol"),
-     "objective='byol': choose 'supervised', 'distillation', 'mae' or 'dino'"),
+     "objective='byol': choose 'supervised', 'distillation', 'mae', 'dino', 'sam' or 'contrastive'"),
 ])
 def test_bad_distillation_configs_fail_before_compiling(teacher_run, tmp_path, change, message):
     config = _student_config(teacher_run)
