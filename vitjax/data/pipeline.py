@@ -158,7 +158,7 @@ def eval_batches(cfg, split="test", *, global_batch_size, process_index=0, proce
             f"pp_eval {cfg.pp_eval!r} gives {data.where} images a shape other than the model input "
             f"{info.image_shape}."
         )
-    n, local = len(data), rows.stop - rows.start
+    n = len(data)
     num_batches = math.ceil(n / global_batch_size)
 
     preprocess, num_ops = _preprocessor(data, cfg.pp_eval, info.image_shape)
