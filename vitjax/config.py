@@ -180,6 +180,9 @@ def sam_defaults() -> ml_collections.ConfigDict:
         box_noise=0.1,  # training boxes move by N(0, (0.1 x side)^2) per coordinate (at most 20 pixels)
         iou_weight=1.0,  # of the IoU head's squared error, beside the masks' focal (x20) + dice loss
         eval_clicks=(1, 3, 5),  # mIoU after these many clicks (and for a box) in every evaluation
+        # The range the init_from encoder's pixels were mapped to from 0..255 (its value_range pp op), for
+        # its patch embedding on SAM's normalised input (vitjax/interop/sam_init.py); a run's is checked.
+        init_pixel_range=(-1.0, 1.0),
     ))
 
 

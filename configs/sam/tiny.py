@@ -3,6 +3,7 @@ r"""A small SAM trained to segment Fashion-MNIST items on 64x64 canvases, on 2 C
     vitjax train --config configs/sam/tiny.py --workdir runs/sam_tiny
     vitjax train --config configs/sam/tiny.py:steps=3000 --workdir runs/sam_tiny_long
     vitjax eval --workdir runs/sam_tiny                  # mIoU after 1/3/5 clicks and for a box, seen and unseen
+    vitjax train --config configs/sam/tiny.py --workdir runs/sam_tiny_mae --config.init_from=runs/sam_encoder_mae
 
 Expected (measured 2026-12-04 on 2 CPU cores of an Intel Xeon host, seed 0, load average ~8 on the 2 cores:
 this run shared them with a test session and other engineers' work): 300 steps (4,800 canvases, 14,400
@@ -33,8 +34,9 @@ Choices:
   a first setting, untuned. SAM's recipe (AdamW, lr 8e-4, weight decay 0.1, drop path) is for ViT-H on
   SA-1B; the lr is the default Fashion-MNIST ViT's halved for the smaller batch.
 - The encoder blocks have the dimensions of the ViT's and the MAE's of configs/fashion_mnist/ (width 64,
-  depth 6, 4 heads, mlp_ratio 2), so that their blocks can start it once init_from maps them (not yet:
-  the patch is 8 here against their 4, for speed: the step costs 13.9 GFLOP against ~110 at patch 4).
+  depth 6, 4 heads, mlp_ratio 2); the patch is 8 against their 4, for speed (the step costs 13.9 GFLOP
+  against ~110 at patch 4), so the encoders that start it (`--config.init_from`, vitjax/interop/sam_init.py)
+  are configs/sam/encoder_mae.py's and encoder_vit.py's: those blocks at patch 8 on 32-pixel images.
 - Patch 8 on a 64-pixel canvas: an 8x8 grid, masks at 32x32 compared with the items' masks after a
   bilinear resize to 64x64.
 """

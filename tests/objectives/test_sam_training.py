@@ -1,7 +1,8 @@
 """End to end: a tiny SAM trains through `vitjax train` (the CLI's main, in this process) on synthetic
 canvases with finite losses, reports its mIoU after clicks and for a box on seen and unseen classes,
-resumes bit-exactly after an interruption; and configs pairing SAM's objective with another model (or
-the reverse), or SAM with data that has no masks, are refused before anything compiles."""
+resumes bit-exactly after an interruption, starts its encoder from an MAE run (init_from); and configs
+pairing SAM's objective with another model (or the reverse), SAM with data that has no masks, or an
+init_from source that does not fit, are refused before anything compiles."""
 import math
 import os
 import shutil
@@ -10,8 +11,10 @@ import numpy as np
 import pytest
 
 from tests.objectives import sam_tiny_config
+from tests.paths import TINY
 from vitjax import cli, config_compare, metrics_log, rundir
 from vitjax.checkpoints import locations, reader
+from vitjax.objectives import sam
 from vitjax.train import checks, trainer
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sam_tiny_config.py")
@@ -87,4 +90,45 @@ def test_sam_is_refused_data_without_masks_before_compiling(change, message):
     if "name" in change:
         config.data.synthetic.image_shape = (32, 32, 3)
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        trainer.plan(config)
+
+
+# An MAE of the tiny SAM's encoder (width 16, depth 2, 2 heads, MLP 64, patch 8) on 16x16 RGB images.
+MAE_FLAGS = ("--config.model.patch_size=8", "--config.model.width=16", "--config.model.depth=2",
+             "--config.model.num_heads=2", "--config.model.mlp_dim=64", "--config.warmup_steps=1",
+             "--config.checkpoint_every_steps=2")
+
+
+@pytest.fixture(scope="module")
+def mae_source(tmp_path_factory):
+    workdir = str(tmp_path_factory.mktemp("mae_source"))
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("VITJAX_XLA_CPU_DEFAULTS", "0")
+        cli.main(["train", "--config", f"{TINY}:model=mae,steps=2", "--workdir", workdir, *MAE_FLAGS])
+    return workdir
+
+
+def test_a_tiny_sam_starts_its_encoder_from_an_mae_run_and_trains(mae_source, tmp_path, capsys):
+    workdir = tmp_path / "sam_from_mae"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("VITJAX_XLA_CPU_DEFAULTS", "0")
+        cli.main(["train", "--config", f"{CONFIG}:steps=3", "--workdir", str(workdir),
+                  f"--config.init_from={mae_source}"])
+    assert "init_from " in capsys.readouterr().out  # the log line: what was loaded, what stayed at init
+    losses = _rows(workdir, "loss")
+    assert sorted(losses) == [1, 2, 3] and all(math.isfinite(v) for v in losses.values())
+    record = rundir.read_json(str(workdir), sam.INIT_RECORD)
+    assert record["kind"] == "mae" and "image_encoder/block_1/attention/query/kernel" in record["loaded"]
+    assert "image_encoder/neck/conv_0/kernel" in record["at_init"] and "decoder_pred/kernel" in record["unused_source"]
+
+
+def test_a_sam_whose_encoder_does_not_fit_the_source_is_refused_at_planning(mae_source):
+    config = sam_tiny_config.get_config()
+    config.init_from = mae_source
+    config.model.width = 32
+    with pytest.raises(ValueError, match=r"width 16 against SAM's 32.*set --config.model.width=16"):
+        trainer.plan(config)
+    config.model.width = 16
+    config.sam.init_pixel_range = (0.0, 1.0)
+    with pytest.raises(ValueError, match=r"saw pixels in \(-1, 1\).*--config.sam.init_pixel_range='\(-1, 1\)'"):
         trainer.plan(config)

@@ -309,7 +309,7 @@ def _as_hw(image_size) -> tuple[int, int]:
     return image_size
 
 
-def _num_prefix(keys) -> int:
+def prefix_tokens(keys) -> int:
     """Position-embedding entries before the patch grid: the CLS token's, and the distillation token's."""
     return int("cls" in keys) + int("dist" in keys)
 
@@ -371,7 +371,7 @@ def load(path, model, image_size=None, *, channels: int | None = None, adapt_cha
     source = f"{path!r}" if not isinstance(path, Mapping) else "the given arrays"
     family, ckpt = _read_of_the_models_family(path, model, source)
     channels = _fit_channels(ckpt, family, channels, adapt_channels, verbose)
-    num_prefix = _num_prefix(ckpt)
+    num_prefix = prefix_tokens(ckpt)
     if image_size is None:
         image_size = _checkpoint_image_size(ckpt, family, model, num_prefix, source)
     image_size = _as_hw(image_size)
@@ -472,7 +472,7 @@ def _resize_position_embedding(ckpt, expected, model, image_size, num_prefix: in
     old_grid = _checkpoint_grid(ckpt, num_prefix)
     _, patch = model.dims()
     new_grid = (image_size[0] // patch, image_size[1] // patch)
-    want_prefix = _num_prefix(expected)
+    want_prefix = prefix_tokens(expected)
     if old_grid is None or want_prefix != num_prefix or want.shape[1] != num_prefix + new_grid[0] * new_grid[1]:
         return None
     ckpt[_POSEMB] = posemb_lib.resize_grid(have, new_grid, num_prefix, old_grid)

@@ -92,6 +92,15 @@ class Objective:
         Called once, when a run starts from step 0; a resumed run restores its extra state instead."""
         return None
 
+    def pretrained_params(self, path: str, params, image_shape) -> Any:
+        """The parameters a new run starts from with `init_from=path`, given its initialised `params`
+        (unboxed, on the devices) and the data's `image_shape` (H, W, C). By default the whole network read
+        from `path`, a classifier's head new (vitjax/interop/pretrained.py), with no use for `params`;
+        SAM's puts an encoder into its own."""
+        from vitjax.interop import pretrained  # here: a run that fine-tunes nothing loads no converter
+
+        return pretrained.load(path, self.model, image_shape)
+
     def records(self) -> dict:
         """{file name: JSON payload} the trainer keeps in the run directory: what resuming or reading the
         run needs beyond its checkpoints once the files the config points at are gone (a teacher's model)."""

@@ -23,6 +23,12 @@ the same at every step, after a resume and in `vitjax eval --workdir RUN`. The b
 checkpoint (with data.val_size) is the one with the highest `miou_seen_3click`: validation canvases are
 training canvases held out, all of seen classes.
 
+With `init_from` (a vitjax MAE or ViT run, or its export) the image encoder starts from that encoder,
+as SAM starts from an MAE (vitjax/interop/sam_init.py: what maps, how the patch and position embeddings
+are carried over, what is refused); the run's log says what was loaded and what stayed at init, and
+init_from.json in its directory lists every key. `sam.init_pixel_range` is the range the source's pixels
+were mapped to (its value_range), checked against a run's own config.
+
 The prompt encoder's random Fourier matrix is no parameter (vitjax/models/sam_prompt_encoder.py): it is
 drawn from the fixed key FOURIER_SEED whatever the run's seed, so every run (and every reader of a run)
 pairs its parameters with the same matrix.
@@ -32,8 +38,10 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
+from vitjax import rundir
 from vitjax.data import canvases
 from vitjax.evaluate.evaluator import METRIC_COUNTS
+from vitjax.interop import sam_init
 from vitjax.models.sam import preprocess
 from vitjax.models.sam_prompt_encoder import CONSTANTS
 from vitjax.objectives.base import Objective, Selection, StepInfo
@@ -41,6 +49,7 @@ from vitjax.segment import interactive
 from vitjax.segment.mask_losses import mask_iou, mask_loss
 
 FOURIER_SEED = 0
+INIT_RECORD = "init_from.json"  # in the run directory: which parameters init_from loaded, which stayed at init
 GROUPS = {canvases.SEEN: "seen", canvases.UNSEEN: "unseen"}
 
 
@@ -77,6 +86,7 @@ class PromptableSegmentation(Objective):
     box_noise: float = 0.1
     iou_weight: float = 1.0
     eval_clicks: tuple[int, ...] = (1, 3, 5)
+    start: sam_init.EncoderStart | None = None  # the image encoder's parameters from init_from
 
     @classmethod
     def from_config(cls, config, model, info, run_dir=None) -> "PromptableSegmentation":
@@ -90,9 +100,6 @@ class PromptableSegmentation(Objective):
             raise ValueError(f"objective='sam' reads item masks from the canvases' channels, which pp ops would "
                              f"change: set data.pp_train='' and data.pp_eval='' (got {data.pp_train!r}, "
                              f"{data.pp_eval!r}); SAM normalises the pixels itself")
-        if config.init_from:
-            raise ValueError(f"init_from={config.init_from!r}: SAM's encoder cannot start from another run yet "
-                             f"(mapping a ViT's or MAE's blocks into it is issue 39's open part); clear init_from")
         if data.canvases.canvas > model.image_size:
             raise ValueError(f"canvases of {data.canvases.canvas} pixels do not fit model.image_size="
                              f"{model.image_size}: set model.image_size={data.canvases.canvas}")
@@ -102,12 +109,29 @@ class PromptableSegmentation(Objective):
             ("box_noise", settings.box_noise, settings.box_noise >= 0, "use 0 (exact boxes) or more"),
             ("iou_weight", settings.iou_weight, settings.iou_weight >= 0, "use 0 or more"),
             ("eval_clicks", tuple(settings.eval_clicks), all(int(k) == k >= 1 for k in settings.eval_clicks)
-             and len(settings.eval_clicks) > 0, "list click counts >= 1, e.g. (1, 3, 5)")) if not good]
+             and len(settings.eval_clicks) > 0, "list click counts >= 1, e.g. (1, 3, 5)"),
+            ("init_pixel_range", tuple(settings.init_pixel_range), len(settings.init_pixel_range) == 2
+             and settings.init_pixel_range[0] < settings.init_pixel_range[1], "use (low, high), low < high"),
+        ) if not good]
         if problems:
             raise ValueError("; ".join(problems))
+        # Read and checked now, while planning: a source that does not fit is refused before anything compiles.
+        start = sam_init.read(config.init_from, model, pixel_range=tuple(settings.init_pixel_range)) \
+            if config.init_from else None
         return cls(model, items=int(data.canvases.num_items), clicks=int(settings.clicks),
                    box_fraction=float(settings.box_fraction), box_noise=float(settings.box_noise),
-                   iou_weight=float(settings.iou_weight), eval_clicks=tuple(int(k) for k in settings.eval_clicks))
+                   iou_weight=float(settings.iou_weight), eval_clicks=tuple(int(k) for k in settings.eval_clicks),
+                   start=start)
+
+    def pretrained_params(self, path, params, image_shape):
+        """SAM's initialised `params` with the image encoder read from `path` in place (`start`, read when
+        the run was planned); the relative-position tables, neck, prompt encoder and decoder stay at init."""
+        if rundir.is_writer():
+            print(self.start.summary(), flush=True)
+        return self.start.apply(params)
+
+    def records(self) -> dict:
+        return {} if self.start is None else {INIT_RECORD: self.start.report()}
 
     def variables(self, params) -> dict:
         return {"params": params, CONSTANTS: fourier_constants(self.model)}

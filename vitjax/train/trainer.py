@@ -377,9 +377,7 @@ def _restore_or_initialise(config, p: Plan, spec: StateSpec, ckpt, init_key):
         return state, meta.get("wall_seconds", 0.0)
     state = init_state(spec, init_key)
     if config.init_from:
-        from vitjax.interop import pretrained
-
-        params = pretrained.load(config.init_from, p.model, p.info.image_shape)
+        params = p.objective.pretrained_params(config.init_from, state.params, p.info.image_shape)
         params = jax.device_put(params, spec.shardings.params)
         state = jax.jit(lambda prm: steps.create_state(
             prm, spec.tx, nn.unbox(p.objective.init_extra(prm, _extra_key(init_key)))),
