@@ -7,6 +7,8 @@ from vitjax import data
 from vitjax.data import config, pipeline, sources
 
 LABELS = np.random.default_rng(1).integers(0, 10, 6_000)
+# holdout_indices(LABELS, 13, 0, 10) as the code before the classes-present change drew it.
+PINNED_HOLDOUT = [1404, 1029, 4002, 4784, 909, 2902, 3187, 5098, 1121, 846, 5182, 1623, 2938]
 
 
 def _training(size, seed=0, class_balanced=False, val_size=500, val_seed=0):
@@ -92,3 +94,11 @@ def test_config_errors_name_the_key():
         data.get_info(dict(base, val_seed=-1))
     with pytest.raises(data.DataError, match="val_size is 0"):
         data.eval_batches(base, "val", global_batch_size=8)
+
+
+def test_validation_balances_over_the_classes_the_split_has_and_keeps_the_draw_where_all_are_there():
+    # The canvases' training split holds only group 0 of its 2 (seen classes): all of val_size comes from it.
+    held = sources.holdout_indices(np.zeros(1_000, np.int64), 100, 0, 2)
+    assert len(set(held)) == 100
+    # Every class present: the very indices class-balancing over all of them gave (pinned before the change).
+    assert sources.holdout_indices(LABELS, 13, 0, 10).tolist() == PINNED_HOLDOUT

@@ -458,14 +458,20 @@ def remaining_size(num_examples, num_classes, val_size, where="the train split")
 
 def holdout_indices(labels, size, seed=0, num_classes=None, where="the train split"):
     """Indices (into `labels`' split, in permutation order) of its validation split: `size` examples with
-    class_quotas(size) per class, each class's earliest in a permutation keyed by `seed`. Empty for 0."""
+    class_quotas(size) per class, each class's earliest in a permutation keyed by `seed`. Empty for 0.
+
+    Balanced over the classes the split has: a class with no example in it (the unseen classes of the
+    segmentation canvases' training split, vitjax/data/canvases.py) has none to hold out. Where every class
+    is present (every other dataset) that is all of them, and the indices are those of before."""
     labels = np.asarray(labels)
     num_classes = num_classes or int(labels.max()) + 1
-    remaining_size(len(labels), num_classes, size, where)
+    present = np.flatnonzero(np.bincount(labels, minlength=num_classes))
+    remaining_size(len(labels), len(present), size, where)
     if size == 0:
         return np.empty(0, np.int64)
     perm = np.random.default_rng([_HOLDOUT_TAG, seed]).permutation(len(labels))
-    return perm[_balanced_positions(labels[perm], size, seed, num_classes, f"val_size={size}", where)]
+    ranks = np.searchsorted(present, labels[perm])  # the classes present, numbered 0..k-1 in their order
+    return perm[_balanced_positions(ranks, size, seed, len(present), f"val_size={size}", where)]
 
 
 def training_indices(labels, size, seed=0, class_balanced=False, num_classes=None, where="the train split",
