@@ -7,6 +7,7 @@ r"""Decides the study's pre-registered read-outs (experiments/README.md) from th
         [--swin experiments/results/swin] [--deit experiments/results/deit] [--deit_aug experiments/results/deit_aug] \
         [--self_supervised experiments/results/self_supervised] \
         [--knn_dino DINO_RUN --knn_vit VIT_RUN ...] [--segmentation DINO_ANALYSIS/cls_segmentation.json] \
+        [--sam_init runs/sam_init ...] \
         --out experiments/results/readouts.json
 
 Each read-out is a quantity Q in accuracy points, predicted Q > 0, with threshold
@@ -19,7 +20,8 @@ by seed and SE = std / sqrt(n) over those seeds (paired: the families share each
 subsets are nested across sizes); otherwise each term's mean and SE are combined in quadrature. Read-outs
 whose sweep is missing from the command line, or whose sizes it does not have yet, are listed as not
 run. U4 pairs k-NN accuracies by the memory bank's subset seed; U5 is in Jaccard units, paired by test
-image, with a floor of 0.02.
+image, with a floor of 0.02. I1-I6 (experiments/sam_init.py) are in mIoU points (100 x mIoU), paired
+by seed, with a floor of SAM_FLOOR (1 point).
 """
 import argparse
 import glob
@@ -34,6 +36,7 @@ from scipy import stats
 from vitjax.analysis.control import INIT, TRAINED
 from vitjax.config import load_module
 from vitjax.analysis.run import BESIDE
+from vitjax import rundir
 from vitjax.sweep import aggregate, table
 
 FLOOR = 0.5  # points: above the test set's own sampling error (0.3 at 90%) and the old run-to-run spread
@@ -82,7 +85,7 @@ def verdict_of(q: float, tau, *, at_least: bool = False) -> str:
     return "holds" if q > tau else "fails" if q < -tau else "inconclusive"
 
 
-def seeds_to_decide(result: dict, max_seeds: int = 20) -> int | None:
+def seeds_to_decide(result: dict, max_seeds: int = 20, floor: float = FLOOR) -> int | None:
     """The fewest paired seeds at which the observed mean Q would clear the t-based threshold, were the
     per-seed spread to stay as observed: min n with |Q| > max(t(0.975, n-1) sd / sqrt(n), floor).
     None when no n up to `max_seeds` would (|Q| at or below the floor, or too noisy); only for paired Q."""
@@ -90,18 +93,18 @@ def seeds_to_decide(result: dict, max_seeds: int = 20) -> int | None:
         return None
     sd = statistics.stdev(result["per_seed"])
     for n in range(2, max_seeds + 1):
-        if abs(result["q"]) > t_threshold(sd / math.sqrt(n), n - 1):
+        if abs(result["q"]) > t_threshold(sd / math.sqrt(n), n - 1, floor):
             return n
     return None
 
 
-def decide(result: dict, *, at_least: bool = False) -> dict:
+def decide(result: dict, *, at_least: bool = False, floor: float = FLOOR) -> dict:
     """Adds tau and the verdict under the registered rule, tau_t and verdict_t under the t-based one."""
-    tau = max(2 * result["se"], FLOOR)
-    tau_t = t_threshold(result["se"], result.get("df"))
+    tau = max(2 * result["se"], floor)
+    tau_t = t_threshold(result["se"], result.get("df"), floor)
     return {**result, "tau": tau, "verdict": verdict_of(result["q"], tau, at_least=at_least),
             "tau_t": tau_t, "verdict_t": verdict_of(result["q"], tau_t, at_least=at_least),
-            "seeds_to_decide_t": seeds_to_decide(result)}
+            "seeds_to_decide_t": seeds_to_decide(result, floor=floor)}
 
 
 def gap(rows, size) -> dict:
@@ -397,6 +400,62 @@ def segmentation_arm(path) -> dict:
                    "how": f"per-image paired differences over {len(dino)} images (Jaccard units)"}}
 
 
+# mIoU points: a group's test mIoU averages 1,500 items (500 canvases of 3), whose IoUs (0-1) spread by ~0.3,
+# so its own sampling error is ~0.8 points; paired arms share the items and differ by less.
+SAM_FLOOR = 1.0
+sam_sweep = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "sam_init.py"))
+
+
+def sam_values(sweep_dirs, max_seed: int = 100) -> dict:
+    """{(arm, seed): {'<group>_<prompt>': test mIoU at best validation in points, 'pair_key': ...}} of the
+    finished SAM runs of experiments/sam_init.py in `sweep_dirs` (directories holding its run directories);
+    one name finished in two of them is an error (which counts would be a choice made after the results)."""
+    found, where = {}, {}
+    for sweep_dir in sweep_dirs:
+        for arm in sam_sweep.ARMS:
+            for seed in range(max_seed):
+                name = sam_sweep.sam_name(arm, seed)
+                results = rundir.read_results(os.path.join(sweep_dir, name))
+                if results is None:
+                    continue
+                if (arm, seed) in found:
+                    raise ValueError(f"{name} finished in {where[arm, seed]} and {sweep_dir}: keep one of them")
+                where[arm, seed] = sweep_dir
+                found[arm, seed] = {"pair_key": table.pair_key(results), **{
+                    key.removeprefix("test_miou_").removesuffix("_at_best"): 100 * value
+                    for key, value in results.items() if key.startswith("test_miou_") and key.endswith("_at_best")}}
+    return found
+
+
+def sam_init_arm(sweep_dirs) -> dict:
+    """I1-I6 from experiments/sam_init.py's SAM runs, paired by seed (each seed's arms on one pair_key),
+    tau = max(2 SE, SAM_FLOOR) in mIoU points; a read-out once each of its terms has >= 2 seeds."""
+    runs = sam_values(sweep_dirs)
+    check_pairable([{"seed": seed, "pair_key": r["pair_key"]} for (_, seed), r in runs.items()])
+
+    def m(arm, metric) -> dict:
+        return {seed: r[metric] for (a, seed), r in runs.items() if a == arm}
+
+    def lift(arm, metric, base="random") -> dict:
+        ours, theirs = m(arm, metric), m(base, metric)
+        return {seed: ours[seed] - theirs[seed] for seed in set(ours) & set(theirs)}
+
+    def clicks_gain(arm) -> dict:
+        three, one = m(arm, "unseen_3click"), m(arm, "unseen_1click")
+        return {seed: three[seed] - one[seed] for seed in three}
+
+    terms = {
+        "I1": [(1, lift("mae", "unseen_1click"))],
+        "I2": [(1, lift("mae", "unseen_box"))],
+        "I3": [(1, lift("vit", "unseen_1click"))],
+        "I4": [(1, lift("mae", "unseen_1click", base="vit"))],
+        "I5": [(1, lift("mae", "unseen_1click")), (-1, lift("mae", "seen_1click"))],
+        "I6": [(1 / len(sam_sweep.ARMS), clicks_gain(arm)) for arm in sam_sweep.ARMS],
+    }
+    return {name: decide(combine(parts), at_least=name == "I5", floor=SAM_FLOOR)
+            for name, parts in terms.items() if min(len(values) for _, values in parts) >= 2}
+
+
 def merged_rows(sweep_dirs) -> list[dict]:
     """The rows of several sweep (or results) directories that hold parts of one study, one per run name:
     a finished run wins over the same name pending in another directory; two finished runs of one name
@@ -569,6 +628,8 @@ def main(argv=None) -> int:
     parser.add_argument("--replicates", nargs=2, metavar=("DIR", "OTHER"),
                         help="two sweep (or results) directories training runs of the same names: each shared "
                              "run's accuracy in both and the difference")
+    parser.add_argument("--sam_init", nargs="+", help="directories holding experiments/sam_init.py's SAM run "
+                                                      "directories (a sweep workdir, its parts): I1-I6")
     parser.add_argument("--tuning", help="experiments/tuning.py's sweep (or results) directory: each family's pick")
     parser.add_argument("--out", help="write the read-outs as JSON here")
     parser.add_argument("--markdown", action="store_true", help="also print the plain arm's table (markdown)")
@@ -603,6 +664,8 @@ def main(argv=None) -> int:
             with open(args.chosen) as f:
                 chosen = json.load(f)
         found.update(converged_arm(merged_rows(args.convergence), chosen))
+    if args.sam_init:
+        found.update(sam_init_arm(args.sam_init))
     if args.replicates:
         first, second = (merged_rows([d]) for d in args.replicates)
         for name, r in replicates(first, second).items():

@@ -435,3 +435,54 @@ def test_tuning_picks_the_best_validation_and_names_the_edges_it_sits_on():
     found = readouts.tuning(rows)["bit_n550"]
     assert found["pick"] == {"lr": 4e-3, "weight_decay": 1e-4, "val": pytest.approx(82.0)}
     assert found["edges"] == ["highest lr", "lowest wd"]  # the grid extends past both before it counts
+
+
+def _sam_run(sweep_dir, arm, seed, miou, *, cpu="cpu A"):
+    """A finished SAM run of experiments/sam_init.py: {'<group>_<prompt>': mIoU (0-1)} at best validation."""
+    run_dir = os.path.join(sweep_dir, f"sam_{arm}_s{seed}")
+    os.makedirs(run_dir)
+    results = {f"test_miou_{key}_at_best": value for key, value in miou.items()}
+    results.update({"test_miou_seen_1click": 0.0, "host": {"cpu": cpu, "isa": []}, "devices": 4,
+                    "code": {"source_sha256": "abc"}})
+    with open(os.path.join(run_dir, "results.json"), "w") as f:
+        json.dump(results, f)
+
+
+def _sam_table(sweep_dir, seeds=(0, 1, 2), cpu_of=lambda seed: "cpu A"):
+    # Per seed: random 0.40 / MAE 0.45 / ViT 0.42 unseen at 1 click (+ seed / 100); seen 1 click: MAE
+    # lifts it by 4 points, 1 point less than unseen; 3 clicks add 10 points to every arm.
+    for seed in seeds:
+        for arm, unseen in (("random", 0.40), ("mae", 0.45), ("vit", 0.42)):
+            u1 = unseen + seed / 100
+            seen = u1 - 0.01 if arm == "mae" else u1
+            _sam_run(sweep_dir, arm, seed, {"unseen_1click": u1, "unseen_3click": u1 + 0.1,
+                                            "unseen_box": u1 + 0.05, "seen_1click": seen}, cpu=cpu_of(seed))
+
+
+def test_sam_init_read_outs_pair_the_arms_by_seed_in_miou_points(tmp_path):
+    _sam_table(str(tmp_path))
+    found = readouts.sam_init_arm([str(tmp_path)])
+    assert found["I1"]["q"] == pytest.approx(5.0) and found["I1"]["se"] == pytest.approx(0.0, abs=1e-9)
+    assert found["I1"]["tau"] == readouts.SAM_FLOOR == 1.0 and found["I1"]["verdict"] == "holds"
+    assert found["I2"]["q"] == pytest.approx(5.0)
+    assert found["I3"]["q"] == pytest.approx(2.0) and found["I3"]["verdict_t"] == "holds"
+    assert found["I4"]["q"] == pytest.approx(3.0)
+    assert found["I5"]["q"] == pytest.approx(1.0) and found["I5"]["verdict"] == "holds"  # as good within noise
+    assert found["I6"]["q"] == pytest.approx(10.0)
+    assert "paired over seeds [0, 1, 2]" in found["I1"]["how"]
+
+
+def test_sam_init_read_outs_wait_for_two_seeds_and_refuse_a_seed_split_over_hosts(tmp_path):
+    _sam_table(str(tmp_path / "one"), seeds=(0,))
+    assert readouts.sam_init_arm([str(tmp_path / "one")]) == {}
+    _sam_table(str(tmp_path / "two"), seeds=(1,), cpu_of=lambda seed: "cpu B")
+    _sam_run(str(tmp_path / "two"), "random", 0, {"unseen_1click": 0.4})
+    with pytest.raises(ValueError, match="sam_random_s0 finished in .*one and .*two: keep one"):
+        readouts.sam_init_arm([str(tmp_path / "one"), str(tmp_path / "two")])
+    mixed = tmp_path / "mixed"
+    _sam_table(str(mixed), seeds=(0, 1), cpu_of=lambda seed: "cpu A")
+    os.rename(mixed / "sam_mae_s1", tmp_path / "elsewhere")
+    _sam_run(str(mixed), "mae", 1, {"unseen_1click": 0.46, "unseen_3click": 0.56, "unseen_box": 0.5,
+                                    "seen_1click": 0.45}, cpu="cpu B")
+    with pytest.raises(ValueError, match="seed 1's runs to be paired differ in host"):
+        readouts.sam_init_arm([str(mixed)])
