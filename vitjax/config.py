@@ -158,6 +158,9 @@ def contrastive_defaults() -> ml_collections.ConfigDict:
     each class's prompts are averaged (vitjax/evaluate/zero_shot.py)."""
     return ml_collections.ConfigDict(dict(
         loss="sigmoid",  # 'sigmoid' (SigLIP, needs model.layout='siglip') or 'softmax' (CLIP)
+        # LiT: with init_from (a vitjax ViT, MAE or DINO run) the image tower is loaded from it
+        # (vitjax/interop/lit_init.py); True also locks it (no gradient, no optimiser update).
+        lock_image=False,
         templates=("a {colour} {item}", "a small {colour} {item}", "a large {colour} {item}",
                    "a {colour} {item} in the centre", "a {colour} {item} at the top left",
                    "a {colour} {item} at the bottom right"),

@@ -352,7 +352,7 @@ def _adapt_channels(kernel, channels):
 
 
 def load(path, model, image_size=None, *, channels: int | None = None, adapt_channels: bool = False,
-         verbose: bool = True) -> dict:
+         verbose: bool = True, source: str | None = None) -> dict:
     """Official `.npz` (a path, or a mapping of arrays) -> a plain parameter tree for `model`.
 
     The leaves are numpy arrays in the model's `param_dtype` (place them with `jax.device_put`, with
@@ -366,9 +366,10 @@ def load(path, model, image_size=None, *, channels: int | None = None, adapt_cha
     re-initialised as the model initialises it), a `pre_logits` layer the model lacks (dropped, as the
     official fine-tuning code does). With `adapt_channels=True`, the first convolution is summed over
     input channels for 1-channel models (tiled and rescaled for other counts). Anything else that
-    differs raises ValueError listing the keys.
+    differs raises ValueError listing the keys. `source` names what the arrays came from, in errors
+    (default: the path, or 'the given arrays').
     """
-    source = f"{path!r}" if not isinstance(path, Mapping) else "the given arrays"
+    source = source or (f"{path!r}" if not isinstance(path, Mapping) else "the given arrays")
     family, ckpt = _read_of_the_models_family(path, model, source)
     channels = _fit_channels(ckpt, family, channels, adapt_channels, verbose)
     num_prefix = prefix_tokens(ckpt)

@@ -45,13 +45,21 @@ def load(path: str, model, image_shape, *, what: str = "init_from") -> dict:
     """Parameters for `model` at `image_shape` (H, W, C) from `path` (.npz, workdir or checkpoint).
 
     `what` names the config key that gave `path`, in errors."""
+    height, width, channels = image_shape
+    return npz.load(encoder_arrays(path, model, (height, width), what=what), model, image_size=(height, width),
+                    channels=channels, source=f"{what}={path!r}")
+
+
+def encoder_arrays(path: str, model, image_size, *, what: str = "init_from") -> dict:
+    """The network at `path` (.npz, workdir or checkpoint) in the official layout, {key: array}, for
+    `npz.load` into the ViT `model` at `image_size` (H, W): an MAE's encoder (for the model's pool and
+    position embedding), a DINO run's backbone without its head, anything else as it is."""
     if not storage.exists(path):
         raise FileNotFoundError(f"{what}={path!r} does not exist")
-    height, width, channels = image_shape
     if path.endswith(".npz"):
         arrays = npz.read(path)
         if not is_pretraining(arrays):
-            return npz.load(path, model, image_size=(height, width), channels=channels)
+            return arrays
         params = traverse_util.unflatten_dict(npz.from_official(arrays)[1], sep="/")
     else:
         try:
@@ -59,11 +67,11 @@ def load(path: str, model, image_shape, *, what: str = "init_from") -> dict:
         except FileNotFoundError as error:
             raise FileNotFoundError(f"{what}: {error}, or an official .npz file") from None
     if "decoder_pred" in params:
-        params = _mae_encoder(params, model, (height, width), f"{what}={path!r}")
+        params = _mae_encoder(params, model, tuple(image_size), f"{what}={path!r}")
     # A DINO run's backbone is the ViT's own tree; its projection head has no place in a classifier,
     # whose head then starts afresh (vitjax/models/dino.py).
     params = {k: v for k, v in params.items() if k != "dino_head"}
-    return npz.load(npz.to_official(params), model, image_size=(height, width), channels=channels)
+    return npz.to_official(params)
 
 
 def _mae_encoder(params, model, image_size, source: str) -> dict:

@@ -84,12 +84,12 @@ def clip(*, image_size: int = 224, patch_size: int = 32, vision_width: int = 768
          vision_mlp_dim: int = 3072, vision_heads: int = 12, text_width: int = 512, text_depth: int = 12,
          text_mlp_dim: int = 2048, text_heads: int = 8, vocab_size: int = 49408, max_length: int = 77,
          embed_dim: int = 512, eos_token_id: int = 49407, norm_epsilon: float = 1e-5,
-         activation: str = "quick_gelu", **dtypes) -> DualEncoder:
+         activation: str = "quick_gelu", vision_pool: str = "tok", **dtypes) -> DualEncoder:
     """CLIP: a class-token ViT with a pre-norm and a bias-free projection; a causal text tower read at the
     end-of-text token (`eos_token_id` 2 means the legacy highest-id rule: vitjax/models/text.py)."""
     grid = image_size // patch_size
     image = ViT(num_classes=embed_dim, patch_size=patch_size, width=vision_width, depth=vision_depth,
-                mlp_dim=vision_mlp_dim, num_heads=vision_heads, pool="tok", posemb_table_grid=(grid, grid),
+                mlp_dim=vision_mlp_dim, num_heads=vision_heads, pool=vision_pool, posemb_table_grid=(grid, grid),
                 head_bias=False, head_zero_init=False, activation=activation, norm_epsilon=norm_epsilon,
                 patch_bias=False, pre_norm=True, **dtypes)
     text = TextTransformer(vocab_size=vocab_size, width=text_width, depth=text_depth, mlp_dim=text_mlp_dim,
@@ -103,16 +103,17 @@ def siglip(*, image_size: int = 224, patch_size: int = 16, vision_width: int = 7
            vision_mlp_dim: int = 3072, vision_heads: int = 12, text_width: int = 768, text_depth: int = 12,
            text_mlp_dim: int = 3072, text_heads: int = 12, vocab_size: int = 32000, max_length: int = 64,
            embed_dim: int | None = None, norm_epsilon: float = 1e-6, activation: str = "gelu_tanh",
-           **dtypes) -> DualEncoder:
+           vision_pool: str = "map", **dtypes) -> DualEncoder:
     """SigLIP: a ViT without class token, pooled by a MAP head (its output is the image embedding); a
     bidirectional text tower read at its last token, with a linear head to `embed_dim` (default: the
-    text width, as transformers' `projection_size`)."""
+    text width, as transformers' `projection_size`). Another `vision_pool` ('tok': a class token read
+    after the final norm, as vitjax's ViT) makes the image tower a vitjax ViT's encoder, which LiT locks."""
     if embed_dim not in (None, vision_width):
         raise ValueError(f"SigLIP's image embedding is its MAP head's output, {vision_width} wide: the text "
                          f"tower's embed_dim={embed_dim} must equal vision_width")
     grid = image_size // patch_size
     image = ViT(num_classes=0, patch_size=patch_size, width=vision_width, depth=vision_depth,
-                mlp_dim=vision_mlp_dim, num_heads=vision_heads, pool="map", posemb_table_grid=(grid, grid),
+                mlp_dim=vision_mlp_dim, num_heads=vision_heads, pool=vision_pool, posemb_table_grid=(grid, grid),
                 activation=activation, norm_epsilon=norm_epsilon, **dtypes)
     text = TextTransformer(vocab_size=vocab_size, width=text_width, depth=text_depth, mlp_dim=text_mlp_dim,
                            num_heads=text_heads, max_length=max_length, out_dim=embed_dim or text_width,
@@ -130,7 +131,10 @@ class ConfiguredDualEncoder(nn.Module):
     `towers().apply(variables, ...)`, the converters of vitjax/interop/hf_dual_encoder.py and this
     module read the same tree. `model.init(key, images)` works without tokens, as the trainer
     initialises every model: a zero text of `max_length` tokens stands in. `eos_token_id` 1 is
-    vitjax/data/tokenizer.py's end-of-text token, which CLIP's layout reads."""
+    vitjax/data/tokenizer.py's end-of-text token, which CLIP's layout reads. `vision_pool` and
+    `activation` (None: the layout's) let the image tower be a vitjax ViT's encoder ('tok', 'gelu'), the
+    tower a locked-image run (LiT) loads from a vitjax ViT, MAE or DINO run
+    (vitjax/interop/lit_init.py); `activation` is both towers'."""
     layout: Literal["clip", "siglip"] = "siglip"
     image_size: int = 48
     patch_size: int = 8
@@ -146,6 +150,8 @@ class ConfiguredDualEncoder(nn.Module):
     max_length: int = 12
     embed_dim: int | None = None  # None: the layout's (CLIP: the text width; SigLIP: the vision width)
     eos_token_id: int = 1
+    vision_pool: str | None = None  # None: the layout's (CLIP 'tok', SigLIP 'map')
+    activation: str | None = None  # None: the layout's (CLIP 'quick_gelu', SigLIP 'gelu_tanh')
     kernels: tuple[str, ...] = ()  # names from vitjax/models/kernels.py, for both towers
     dtype: Any = jnp.float32
     param_dtype: Any = jnp.float32
@@ -159,6 +165,8 @@ class ConfiguredDualEncoder(nn.Module):
                       text_mlp_dim=self.text_mlp_dim, text_heads=self.text_heads, vocab_size=self.vocab_size,
                       max_length=self.max_length, kernels=tuple(self.kernels), dtype=self.dtype,
                       param_dtype=self.param_dtype)
+        shared.update({name: value for name, value in (("vision_pool", self.vision_pool),
+                                                       ("activation", self.activation)) if value is not None})
         if self.layout == "clip":
             return clip(embed_dim=self.embed_dim or self.text_width, eos_token_id=self.eos_token_id, **shared)
         if self.layout == "siglip":

@@ -101,6 +101,11 @@ class Objective:
 
         return pretrained.load(path, self.model, image_shape)
 
+    def frozen(self) -> tuple[str, ...]:
+        """Top-level parameter subtrees the optimiser never updates (no gradient step, no weight decay, no
+        optimiser state: vitjax/train/optimizer.py's `freeze`), e.g. LiT's locked image tower; none by default."""
+        return ()
+
     def records(self) -> dict:
         """{file name: JSON payload} the trainer keeps in the run directory: what resuming or reading the
         run needs beyond its checkpoints once the files the config points at are gone (a teacher's model)."""

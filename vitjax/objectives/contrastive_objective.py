@@ -20,6 +20,12 @@ each row's and column's logsumexp over the whole batch: it stays the gathered fo
 [B, D] text embeddings, cheap beside the towers at these sizes). With grad_accum_steps > 1 each
 micro-batch is its own contrastive batch (fewer negatives), as in big_vision.
 
+LiT (locked-image tuning): with `init_from` (a vitjax ViT, MAE or DINO run, or its export) the image tower
+is that run's encoder (vitjax/interop/lit_init.py: what loads, what is refused before anything compiles),
+and with `contrastive.lock_image=True` it is locked: it gets no gradient and no optimiser update (`frozen`),
+so after any number of steps it is the source's to the bit. The run's log says what was loaded and locked;
+init_from.json in its directory lists every key, results.json names the frozen subtree.
+
 Evaluation (`eval_sums`, per test example): `zero_shot_accuracy`, an image's colour-item pair
 (40 classes) picked by prompt ensembling over the templates (vitjax/evaluate/zero_shot.py), which picks
 the best checkpoint; `caption_accuracy`, its own caption ranked first of all 400. Accuracy on held-out
@@ -34,10 +40,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from vitjax import rundir
 from vitjax.data import captions
 from vitjax.parallel import BATCH_AXES
 from vitjax.data.tokenizer import EOS_ID, RECORD, WordTokenizer, words_of
 from vitjax.evaluate import zero_shot
+from vitjax.interop import lit_init
 from vitjax.models.dual_encoder import logits_per_image
 from vitjax.objectives import contrastive
 from vitjax.objectives.base import Objective, Selection, StepInfo
@@ -53,6 +61,8 @@ class Contrastive(Objective):
     caption_tokens: np.ndarray | None = None  # int32 [compositions, L]: each label's caption
     prompt_tokens: np.ndarray | None = None  # int32 [classes * templates, L], zero_shot.prompts' order
     num_templates: int = 1
+    tower: lit_init.LockedTower | None = None  # the image tower read from init_from, when set
+    lock_image: bool = False  # LiT: the loaded image tower gets no gradient and no update
 
     @classmethod
     def from_config(cls, config, model, info, run_dir=None) -> "Contrastive":
@@ -76,13 +86,38 @@ class Contrastive(Objective):
         except ValueError as error:
             raise ValueError(f"contrastive objective (model.max_length={model.max_length}, "
                              f"contrastive.templates): {error}") from None
+        lock_image = bool(settings.get("lock_image", False))  # absent from configs saved before LiT
+        if lock_image and not config.init_from:
+            raise ValueError("contrastive.lock_image=True locks an image tower loaded by init_from: set "
+                             "--config.init_from=<a vitjax ViT, MAE or DINO run, or its export> (LiT), or "
+                             "contrastive.lock_image=False")
+        # Read and checked now, while planning: a source that does not fit is refused before anything compiles.
+        tower = lit_init.read(config.init_from, model, info.image_shape) if config.init_from else None
         return cls(model, loss_name=settings.loss, tokenizer=tokenizer, caption_tokens=caption_tokens,
-                   prompt_tokens=prompt_tokens, num_templates=len(settings.templates))
+                   prompt_tokens=prompt_tokens, num_templates=len(settings.templates), tower=tower,
+                   lock_image=lock_image)
+
+    def pretrained_params(self, path, params, image_shape):
+        """The dual encoder's initialised `params` with the image tower read from `path` (`tower`, read when
+        the run was planned); the text tower and the temperature (and bias) stay at init."""
+        if rundir.is_writer():
+            print(self.tower.summary(self.lock_image), flush=True)
+        return self.tower.apply(params)
+
+    def frozen(self) -> tuple[str, ...]:
+        return (lit_init.TOWER,) if self.lock_image else ()
 
     def records(self) -> dict:
-        return {RECORD: self.tokenizer.to_json()}
+        records = {RECORD: self.tokenizer.to_json()}
+        if self.tower is not None:
+            records[lit_init.RECORD] = self.tower.report(self.lock_image)
+        return records
 
     def loss(self, params, extra, batch, rng, info: StepInfo):
+        if self.lock_image:
+            # The optimiser already leaves the tower alone (frozen); cut its gradient too, so the backward
+            # pass skips it and grad_norm (and any clipping) is the trained parameters' alone.
+            params = {**params, lit_init.TOWER: jax.lax.stop_gradient(params[lit_init.TOWER])}
         tokens = jnp.asarray(self.caption_tokens)[jnp.argmax(batch["labels"], axis=-1)]
         out = self.model.apply({"params": params}, batch["image"], tokens, train=True, rngs={"dropout": rng})
         logged = {name: out[name] for name in ("logit_scale", "logit_bias") if name in out}

@@ -7,6 +7,7 @@
     config.weight_decay (decoupled, kernels only: 'adam' with it is AdamW), config.grad_clip_norm
     config.weight_decay_schedule ('constant' | 'cosine': from weight_decay to weight_decay_end over the run,
         DINO's official 0.04 -> 0.4)
+`freeze` keeps an objective's frozen subtrees (LiT's locked image tower) out of all of it.
 """
 import jax
 import jax.numpy as jnp
@@ -95,3 +96,26 @@ def make_optimizer(config, schedule: optax.Schedule, total_steps: int = 0) -> op
         parts.append(optax.add_decayed_weights(weight_decay_rate(config, total_steps), mask=decay_mask))
     parts.append(optax.scale_by_learning_rate(schedule))
     return optax.chain(*parts)
+
+
+def freeze(tx: optax.GradientTransformation, frozen: tuple[str, ...]) -> optax.GradientTransformation:
+    """`tx` for every parameter except the top-level subtrees named in `frozen`, whose update is zero.
+
+    A zero gradient alone would not do: the decoupled weight decay (added inside `tx`) would still shrink
+    them, and a clip by global norm would still count them. So `tx` never sees them (nor keeps state for
+    them). They are taken out of the tree rather than masked (optax.multi_transform): its placeholders
+    would sit inside the parameters' logical-axis boxes, where the shardings of the state are read."""
+    if not frozen:
+        return tx
+
+    def trained(tree):
+        missing = [name for name in frozen if name not in tree]
+        if missing:
+            raise KeyError(f"frozen subtrees {missing} are not among the parameters' {sorted(tree)}")
+        return {name: subtree for name, subtree in tree.items() if name not in frozen}
+
+    def update(updates, state, params=None):
+        new, state = tx.update(trained(updates), state, None if params is None else trained(params))
+        return {**new, **{name: jax.tree.map(jnp.zeros_like, updates[name]) for name in frozen}}, state
+
+    return optax.GradientTransformation(lambda params: tx.init(trained(params)), update)

@@ -114,7 +114,7 @@ class StateSpec:
 def state_spec(config, p: Plan) -> StateSpec:
     """Shapes and shardings of the train state without allocating it (jax.eval_shape)."""
     schedule = optimizer.learning_rate_schedule(config, p.total_steps, p.warmup_steps)
-    tx = optimizer.make_optimizer(config, schedule, p.total_steps)
+    tx = optimizer.freeze(optimizer.make_optimizer(config, schedule, p.total_steps), p.objective.frozen())
     dummy = jnp.zeros((1, *p.info.image_shape), jnp.float32)
 
     def init(key):
@@ -482,6 +482,7 @@ def _results(config, p: Plan, spec: StateSpec, state, final: dict, flops_per_ste
         # Pair runs only where these match (vitjax/host.py says why).
         "host": host.describe(), "code": host.code(), "runtime": p.runtime.record(),
         "skipped_updates": int(state.skipped_updates),
+        **({"frozen": list(p.objective.frozen())} if p.objective.frozen() else {}),  # never updated (LiT)
     }
 
 
