@@ -23,6 +23,15 @@ ladder chose it (experiments/results/convergence/convergence.json), and at 1x wh
 trains seed 0 at 550, 5.5k and 55k and seeds 1-2 at 5.5k the same way, so that every term a seed pairs
 ran on one host and code (seed 0's ladders did not); `:part=small` seeds 1-2 at 550 and 1.7k (C1).
 
+`:part=arm,arm=ARM` runs seed 0's ladders of an arm whose read-outs depend on the budget, and
+`:part=arm_seeds,arm=ARM` its other seeds at the multiples its ladders chose (R1c-R3c, M1c, M3c, D4c in
+experiments/README.md): ARM is `deit` (the augmented DeiT student at 55k), `size` (ViT width 32 and BiT
+root width 4 at 550 and 55k; the other widths, 64 and 8, are the plain configs, whose converged runs
+are C1-C4's) or `reg` (the regularisation arm at 550, 1.7k, 5.5k and 55k). Each arm's own sweep file
+gives its runs at the protocol's budget; the ladder re-times them. Its table and figure:
+`python experiments/convergence_report.py runs/arms --out experiments/results/convergence/arms/ARM`,
+which is also where `:part=arm_seeds` reads the chosen multiples.
+
 The convergence rule, pre-registered in experiments/README.md: the converged budget of a family and
 size is the shortest rung whose next rung gains <= 0.5 points of best validation accuracy; a point
 whose last rung still gains more is **capped** at the top rung.
@@ -61,10 +70,12 @@ def rung_name(model: str, size: int, seed: int, multiple: int) -> str:
     return f"{model}_n{size}_s{seed}_x{multiple}"
 
 
-def ladder_runs(model: str, config: str, size: int, seed: int, ladder: Ladder = LADDER) -> list:
-    """The trunk (the longest rung) first, then each shorter rung branched off it."""
-    return ladder.runs(lambda multiple: rung_name(model, size, seed, multiple), config,
-                       _protocol.overrides(size, seed), size)
+def ladder_runs(model: str, config: str, size: int, seed: int, ladder: Ladder = LADDER,
+                overrides: dict | None = None) -> list:
+    """The trunk (the longest rung) first, then each shorter rung branched off it. `overrides`: the run's
+    at the protocol's budget (default: the plain arm's, protocol.overrides)."""
+    overrides = _protocol.overrides(size, seed) if overrides is None else overrides
+    return ladder.runs(lambda multiple: rung_name(model, size, seed, multiple), config, overrides, size)
 
 
 def converged_multiple(model: str, size: int, chosen_file: str = CHOSEN) -> int:
@@ -77,20 +88,57 @@ def converged_multiple(model: str, size: int, chosen_file: str = CHOSEN) -> int:
     return chosen[key]["chosen"]
 
 
-def converged_runs(model: str, config: str, size: int, seed: int, chosen_file: str = CHOSEN) -> list:
+def converged_runs(model: str, config: str, size: int, seed: int, chosen_file: str = CHOSEN,
+                   overrides: dict | None = None) -> list:
     """One seed at the converged budget, with the 1x rung beside it (branched off when shorter)."""
     multiples = tuple(sorted({1, converged_multiple(model, size, chosen_file)}))
-    return ladder_runs(model, config, size, seed, Ladder(LADDER.budget, multiples, LADDER.cooldown_fraction))
+    return ladder_runs(model, config, size, seed, Ladder(LADDER.budget, multiples, LADDER.cooldown_fraction),
+                       overrides)
+
+
+# The budget-dependent arms: (their sweep file and argument, the sizes their read-outs use, the ladder
+# names that train: the model-size arm's default widths are the plain configs, laddered as C1-C4's).
+ARMS = {"deit": ("swin_deit.py", "part=deit_aug", (55_000,), ("deitaug",)),
+        "size": ("model_size.py", "part=small", (550, 55_000), ("vit_w32", "bit_w4")),
+        "reg": ("regularisation.py", "part=curve", (550, 1_700, 5_500, 55_000), ("vit_light", "bit_light"))}
+ARM_LABELS = {"deitaug": "DeiT + augmentation", "vit_w32": "ViT width 32", "bit_w4": "BiT width 4",
+              "vit_light": "ViT regularised", "bit_light": "BiT regularised"}
+
+
+def arm_chosen_file(arm: str) -> str:
+    return os.path.join(_HERE, "results", "convergence", "arms", arm, "convergence.json")
+
+
+def arm_runs(arm: str, other_seeds: bool = False) -> list:
+    """Seed 0's ladders of `arm` (or, with `other_seeds`, its other seeds at the chosen multiples), from
+    the runs its own sweep file gives at the protocol's budget."""
+    if arm not in ARMS:
+        raise ValueError(f"arm={arm!r}; the arms are {', '.join(ARMS)}")
+    file, arg, sizes, names = ARMS[arm]
+    runs = []
+    for name, config, overrides in load_module(os.path.join(_HERE, file)).get_runs(arg):
+        model, size, seed = name.rsplit("_n", 1)[0], overrides["data.train_size"], overrides["seed"]
+        if model not in names or size not in sizes or (seed != 0) != other_seeds:
+            continue
+        if other_seeds:
+            runs += converged_runs(model, config, size, seed, arm_chosen_file(arm), overrides)
+        else:
+            runs += ladder_runs(model, config, size, seed, overrides=overrides)
+    return runs
 
 
 def get_runs(arg=None):
-    part = dict(item.split("=", 1) for item in arg.split(",")).get("part") if arg else None
+    settings = dict(item.split("=", 1) for item in arg.split(",")) if arg else {}
+    part = settings.get("part")
+    if part in ("arm", "arm_seeds"):
+        return arm_runs(settings.get("arm"), other_seeds=part == "arm_seeds")
     if part in SEED_PARTS:
         return [run for sizes, seeds in SEED_PARTS[part] for size in sizes for seed in seeds
                 for model, config in MODELS.items() for run in converged_runs(model, config, size, seed)]
     if part not in PARTS:
         raise ValueError(f"choose a part: experiments/convergence.py:part=1 (sizes {PARTS['1']}), "
                          f":part=2 (sizes {PARTS['2']}) or a part at the converged budgets: "
-                         f"{', '.join(f':part={name}' for name in SEED_PARTS)}")
+                         f"{', '.join(f':part={name}' for name in SEED_PARTS)}, or an arm's ladders "
+                         f"(:part=arm,arm=A or :part=arm_seeds,arm=A; A one of {', '.join(ARMS)})")
     return [run for size in PARTS[part] for seed in SEEDS for model, config in MODELS.items()
             for run in ladder_runs(model, config, size, seed)]

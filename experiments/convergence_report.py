@@ -28,6 +28,17 @@ readouts = load_module(os.path.join(_here, "readouts.py"))
 ladder = load_module(os.path.join(_here, "convergence.py"))
 
 
+def ladder_label(point: dict) -> str:
+    """A ladder's name in tables and legends: its family's, or an arm's (experiments/convergence.py)."""
+    return ladder.ARM_LABELS.get(point["family"]) or FAMILY_NAME[point["family"]]
+
+
+def style(point: dict) -> tuple:
+    """(colour, marker): its family's colour; an arm's ladder drawn hollow beside the plain one."""
+    colour, marker = FAMILY_STYLE[point.get("model_family", point["family"])]
+    return colour, marker, "none" if point["family"] in ladder.ARM_LABELS else "full"
+
+
 def markdown(found: dict) -> str:
     lines = ["| family | images | rung | epochs | steps | best val acc | gain over previous rung | test acc at best | "
              "wall (s) | chosen |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -36,7 +47,7 @@ def markdown(found: dict) -> str:
         for m, rung in point["rungs"].items():
             gain = "" if previous is None else f"{rung['val'] - previous:+.2f}"
             mark = ("**chosen, capped**" if point["capped"] else "**chosen**") if m == point["chosen"] else ""
-            lines.append(f"| {FAMILY_NAME[point['family']]} | {point['size']:,} | {m}x | {rung['epochs']:,.1f} | "
+            lines.append(f"| {ladder_label(point)} | {point['size']:,} | {m}x | {rung['epochs']:,.1f} | "
                          f"{rung['steps']:,} | {rung['val']:.2f} | {gain} | {rung['test_at_best']:.2f} | "
                          f"{rung['wall_seconds']:,.0f} | {mark} |")
             previous = rung["val"]
@@ -49,13 +60,13 @@ def figure(found: dict, path: str) -> None:
     fig, axes = plt.subplots(1, len(sizes), figsize=(width, 4.4), squeeze=False)
     for ax, size in zip(axes[0], sizes):
         for point in (p for p in found.values() if p["size"] == size):
-            colour, marker = FAMILY_STYLE[point["family"]]
+            colour, marker, fill = style(point)
             rungs = list(point["rungs"].values())
             epochs = [r["epochs"] for r in rungs]
-            ax.plot(epochs, [r["val"] for r in rungs], marker=marker, color=colour,
-                    label=f"{FAMILY_NAME[point['family']]}: validation (chooses)")
+            ax.plot(epochs, [r["val"] for r in rungs], marker=marker, color=colour, fillstyle=fill,
+                    label=f"{ladder_label(point)}: validation (chooses)")
             ax.plot(epochs, [r["test_at_best"] for r in rungs], marker=marker, color=colour, linestyle="--",
-                    fillstyle="none", alpha=0.7, label=f"{FAMILY_NAME[point['family']]}: test at best step")
+                    fillstyle="none", alpha=0.7, label=f"{ladder_label(point)}: test at best step")
             chosen = point["rungs"][point["chosen"]]
             ax.scatter([chosen["epochs"]], [chosen["val"]], s=220, facecolors="none", edgecolors=colour,
                        linewidths=2, zorder=5)

@@ -471,29 +471,42 @@ def merged_rows(sweep_dirs) -> list[dict]:
     return list(by_name.values())
 
 
+def ladder_of(name: str) -> str | None:
+    """The ladder a rung's run name belongs to ('vit' of 'vit_n550_s0_x2', 'vit_w32' of an arm's
+    'vit_w32_n550_s0_x1'; experiments/convergence.py's rung_name), or None for a name of no rung."""
+    head, _, rung = name.rpartition("_x")
+    ladder, _, size_seed = head.rpartition("_n")
+    size, _, seed = size_seed.partition("_s")
+    return ladder if ladder and rung.isdigit() and size.isdigit() and seed.isdigit() else None
+
+
 def ladders(rows) -> dict:
-    """{(family, size): {seed: {multiple: row}}} of a budget ladder's finished runs (experiments/convergence.py),
-    a run's multiple being its steps over the protocol's budget at its size."""
+    """{(ladder, size): {seed: {multiple: row}}} of a budget ladder's finished runs (experiments/convergence.py),
+    a run's multiple being its steps over the protocol's budget at its size; the plain arm's ladders are
+    its families, 'vit' and 'bit'."""
     found = {}
     for r in rows:
-        if r.get("status") == "finished" and r.get("family") in ("vit", "bit"):
+        ladder = ladder_of(r.get("name", ""))
+        if r.get("status") == "finished" and ladder:
             multiple = r["steps"] / protocol.BUDGET.steps(r["train_size"])
-            found.setdefault((r["family"], r["train_size"]), {}).setdefault(r["seed"], {})[round(multiple)] = r
+            found.setdefault((ladder, r["train_size"]), {}).setdefault(r["seed"], {})[round(multiple)] = r
     return found
 
 
 def convergence(rows, seed: int = 0) -> dict:
-    """Per 'family_n<size>': each rung's epochs, best validation and test-at-best accuracy (points) of
-    seed `seed`, and the converged multiple (protocol.converged_rung: chosen on validation only)."""
+    """Per '<ladder>_n<size>': each rung's epochs, best validation and test-at-best accuracy (points) of
+    seed `seed`, and the converged multiple (protocol.converged_rung: chosen on validation only).
+    'family' is the ladder's name (the plain arm's family); 'model_family' the family its runs record."""
     found = {}
-    for (family, size), by_seed in sorted(ladders(rows).items()):
+    for (ladder, size), by_seed in sorted(ladders(rows).items()):
         rungs = by_seed.get(seed, {})
         if len(rungs) < 2:
             continue
         validation = {m: 100 * r["best_val_accuracy"] for m, r in rungs.items()}
         chosen, capped = protocol.converged_rung(validation)
-        found[f"{family}_n{size}"] = {
-            "family": family, "size": size, "chosen": chosen, "capped": capped,
+        found[f"{ladder}_n{size}"] = {
+            "family": ladder, "model_family": next(iter(rungs.values()))["family"], "size": size,
+            "chosen": chosen, "capped": capped,
             "rungs": {m: {"steps": r["steps"], "epochs": r["steps"] * protocol.BUDGET.batch_size / size,
                           "val": validation[m], "test_at_best": 100 * r["accuracy"], "best_step": r["best_step"],
                           "wall_seconds": r["wall_seconds"]} for m, r in sorted(rungs.items())}}

@@ -90,3 +90,34 @@ def test_the_accelerator_patch_size_sweep_has_the_same_ladder():
     assert sorted(runs) == sorted(f"vit_b{p}_s0_x{m}" for p in (32, 16, 8) for m in (1, 2, 4))
     assert runs["vit_b8_s0_x2"]["branch_from"] == "{sweep_dir}/vit_b8_s0_x4"
     assert runs["vit_b8_s0_x4"]["model.variant"] == "B/8" and runs["vit_b8_s0_x4"]["total_steps"] == 4 * 285_645
+
+
+def test_an_arms_ladders_are_its_own_sweep_files_runs_retimed():
+    """D4c's DeiT keeps its teacher and augmentation; the model-size arm ladders only the widths the plain
+    configs are not, at 550 and 55k; every run of seed 0 only."""
+    deit = {r.name: r.overrides for r in
+            spec.load(os.path.join(ROOT, "experiments", "convergence.py") + ":part=arm,arm=deit").runs}
+    assert sorted(deit) == [f"deitaug_n55000_s0_x{m}" for m in (1, 2, 4)]
+    trunk = deit["deitaug_n55000_s0_x4"]
+    assert trunk["total_steps"] == 4 * 3_438 and trunk["schedule"] == "wsd"
+    assert trunk["distillation.teacher"].endswith("bit_n55000_s0.npz") and "data.pp_train" not in trunk
+    assert deit["deitaug_n55000_s0_x1"]["branch_from"] == "{sweep_dir}/deitaug_n55000_s0_x4"
+    size = {r.name: r.overrides for r in
+            spec.load(os.path.join(ROOT, "experiments", "convergence.py") + ":part=arm,arm=size").runs}
+    assert {n.rsplit("_x", 1)[0] for n in size} == {f"{m}_n{n}_s0" for m in ("vit_w32", "bit_w4") for n in (550, 55_000)}
+    assert size["vit_w32_n550_s0_x4"]["model.width"] == 32 and size["bit_w4_n55000_s0_x4"]["model.width"] == 4
+    reg = {r.name: r.overrides for r in
+           spec.load(os.path.join(ROOT, "experiments", "convergence.py") + ":part=arm,arm=reg").runs}
+    assert len(reg) == 2 * 4 * 3 and reg["vit_light_n1700_s0_x4"]["label_smoothing"] == 0.1
+
+
+def test_an_arms_other_seeds_train_at_the_multiple_its_ladder_chose(tmp_path, monkeypatch):
+    convergence = load_module(os.path.join(ROOT, "experiments", "convergence.py"))
+    chosen = tmp_path / "convergence.json"
+    chosen.write_text(json.dumps({"deitaug_n55000": {"chosen": 2}}))
+    monkeypatch.setattr(convergence, "arm_chosen_file", lambda arm: str(chosen))
+    runs = {name: overrides for name, _, overrides in convergence.get_runs("part=arm_seeds,arm=deit")}
+    assert sorted(runs) == ["deitaug_n55000_s1_x1", "deitaug_n55000_s1_x2"]
+    assert runs["deitaug_n55000_s1_x2"]["seed"] == 1 and "distillation.teacher" in runs["deitaug_n55000_s1_x2"]
+    with pytest.raises(ValueError, match="the arms are deit, size, reg"):
+        convergence.get_runs("part=arm,arm=dropout")

@@ -486,3 +486,19 @@ def test_sam_init_read_outs_wait_for_two_seeds_and_refuse_a_seed_split_over_host
                                     "seen_1click": 0.45}, cpu="cpu B")
     with pytest.raises(ValueError, match="seed 1's runs to be paired differ in host"):
         readouts.sam_init_arm([str(mixed)])
+
+
+@pytest.mark.parametrize("name,ladder", [("vit_n550_s0_x2", "vit"), ("vit_w32_n55000_s1_x4", "vit_w32"),
+                                         ("deitaug_n55000_s0_x1", "deitaug"), ("vit_n550_s0", None),
+                                         ("vit_b16_n1.3M_s0_x4", None), ("trunk", None)])
+def test_a_rungs_ladder_is_read_from_its_name(name, ladder):
+    assert readouts.ladder_of(name) == ladder
+
+
+def test_an_arms_ladder_is_chosen_apart_from_its_familys():
+    rows = _ladder_table() + [ladder_row("vit_w32", 550, 0, m, v, v) for m, v in ((1, 60.0), (2, 61.0), (4, 61.2))]
+    for r in rows[-3:]:
+        r["family"] = "vit"
+    found = readouts.convergence(rows)
+    assert found["vit_w32_n550"]["chosen"] == 2 and found["vit_w32_n550"]["model_family"] == "vit"
+    assert found["vit_n550"]["chosen"] == 1  # the plain ViT's ladder is unchanged by the arm's
