@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The CPU benchmarks of issue 6, each vitjax vs timm side by side in one process (alternating rounds),
 # plus the ViT-B/16 compile time, Swin-T beside timm's SwinTransformer and Swin-T's cost against image size
-# next to ViT-S/16's, and the MAE and DINO train steps beside the supervised one of the same ViT. Run on an
-# otherwise idle machine; about 30 minutes on 2 cores.
+# next to ViT-S/16's, the MAE and DINO train steps beside the supervised one of the same ViT, and SAM's image
+# encoder and prompt latency beside segment-anything's. Run on an otherwise idle machine; about 30 minutes on
+# 2 cores before the SAM line was added (its time not measured yet).
 #
 #   experiments/bench/cpu.sh [--rounds 7 --seconds 2 ...]     # extra arguments go to every `vitjax bench`
 #
@@ -40,3 +41,6 @@ OUT=experiments/results/bench
 "$VITJAX" bench --config configs/bench/mae.py:variant=Ti/4,res=28,channels=1,batch=128,decoder_width=64,decoder_depth=2,decoder_heads=4 \
     --beside configs/bench/vit.py:variant=Ti/4,res=28,channels=1,batch=128 --no_timm --no_infer \
     --no_pipeline --out $OUT/cpu_mae_ti4_28_b128_beside_vit.json "$@"
+# SAM ViT-B's image encoder at 1024 beside segment-anything's holding the same weights, and the prompt-to-mask
+# latency on a cached embedding, vitjax's Predictor beside SamPredictor (issue 39 item 7; configs/bench/sam.py).
+"$VITJAX" bench --config configs/bench/sam.py --out $OUT/cpu_sam_b_1024.json "$@"

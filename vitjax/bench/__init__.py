@@ -11,6 +11,7 @@ both sides of a ratio together.
     jax_model.py  the vitjax train step and inference, XLA's FLOP count, compile time, memory
     timm_model.py the same model in timm: AdamW train step and inference, eager or torch.compile
     timm_nets.py  which timm network mirrors which vitjax family (ViT, Swin with vitjax's weights)
+    sam_model.py  a SAM config instead: its image encoder and prompt answers beside segment-anything's
     model_flops.py the hand count of a model's matmul FLOPs per image, the MFU numerator
     pipeline.py   images per second that `vitjax.data.train_batches` delivers
     report.py     the summary (JSON) and its table

@@ -83,6 +83,8 @@ def table(summary: dict) -> str:
     for name, value in summary.get("ratios", {}).items():
         if value is not None:
             lines.append(f"ratio {name}: {value:.3f}")
+    for name, value in summary.get("latency_ms_per_prompt", {}).items():  # SAM's prompts on a cached embedding
+        lines.append(f"latency {name}: {value:,.2f} ms per prompt")
     jax_info = summary.get("jax", {})
     if jax_info:
         compile_s = jax_info.get("compile_seconds", {})

@@ -7,11 +7,13 @@
     vitjax bench --config configs/fashion_mnist/vit.py --profile runs/profile --no_timm   # + per-op table
     vitjax bench --no_timm --against 'model.kernels=()'   # the train step with one override, side by side
     vitjax bench --config configs/bench/mae.py --beside configs/bench/vit.py --no_timm   # MAE beside its ViT
+    vitjax bench --config configs/bench/sam.py     # SAM's image encoder and prompts beside segment-anything's
 
 Prints a table and writes the same figures as JSON (--out). Heavy modules (jax, torch, the data
 pipeline) are imported when the command runs, so adding its arguments to the CLI parser costs nothing.
 """
 import dataclasses
+import importlib
 import os
 import platform
 import sys
@@ -41,7 +43,8 @@ def main_args(parser) -> None:
     parser.add_argument("--rounds", type=int, default=7, help="alternating measurement rounds")
     parser.add_argument("--seconds", type=float, default=2.0,
                         help="target duration of each workload within a round")
-    parser.add_argument("--no_timm", action="store_true", help="skip the timm (PyTorch) comparison")
+    parser.add_argument("--no_timm", action="store_true",
+                        help="skip the PyTorch comparison (timm's; segment-anything's for a SAM config)")
     parser.add_argument("--timm_compile", choices=["auto", "on", "off"], default="auto",
                         help="also time timm under torch.compile ('auto': on GPUs only)")
     parser.add_argument("--torch_threads", type=int, default=2, help="torch.set_num_threads on CPU")
@@ -143,21 +146,18 @@ def bench(args) -> dict:
     """Runs the benchmark described by parsed `args`; returns the summary (also written to args.out)."""
     _check_args(args)
     config, overrides = build_config(args)  # a typo fails here, before torch or a compiler starts
+    if config.model_name == "sam":
+        return _bench_sam(args, config, overrides)
     beside_configs = {path: load_config(path) for path in args.beside}  # and in a --beside config
     if not args.no_timm:
-        _load_timm_first(args.omp_wait_policy)
+        _load_torch_first(args.omp_wait_policy, "timm")
     import jax
 
     from vitjax import xla_cpu
     from vitjax.bench import jax_model, peak, pipeline, timing
 
     runtime = xla_cpu.choose(config)  # as for `vitjax train`, before _machine() starts the backends
-    summary = {"config": args.config, "overrides": {k: list(v) if isinstance(v, tuple) else v
-                                                     for k, v in overrides.items()},
-               "overrides_argv": override_flags(overrides),
-               "settings": {"rounds": args.rounds, "seconds": args.seconds},
-               "machine": {**_machine(jax), "load_average_start": timing.load_average()},
-               "runtime": runtime.record()}
+    summary = _header(args, overrides, runtime)
     started = time.time()
 
     _log("compiling the vitjax train step ...")
@@ -209,6 +209,90 @@ def bench(args) -> dict:
     _finish(summary, args.out, started)
     print(f"wrote {args.out}")
     return summary
+
+
+def _header(args, overrides: dict, runtime) -> dict:
+    """The summary's first keys: what was asked for, the machine (its backends start here) and the runtime."""
+    import jax
+
+    from vitjax.bench import timing
+
+    return {"config": args.config, "overrides": {k: list(v) if isinstance(v, tuple) else v
+                                                  for k, v in overrides.items()},
+            "overrides_argv": override_flags(overrides),
+            "settings": {"rounds": args.rounds, "seconds": args.seconds},
+            "machine": {**_machine(jax), "load_average_start": timing.load_average()},
+            "runtime": runtime.record()}
+
+
+def _bench_sam(args, config, overrides) -> dict:
+    """A SAM config: its image encoder's inference and its prompt answers on a cached embedding, beside
+    segment-anything's on the same weights (vitjax/bench/sam_model.py), and the matmul peaks."""
+    _check_sam_args(args, config)
+    if not args.no_timm:
+        _load_torch_first(args.omp_wait_policy, "segment_anything")
+    import jax
+
+    from vitjax import models, xla_cpu
+    from vitjax.bench import peak, report, sam_model, timing
+
+    runtime = xla_cpu.choose(config)
+    summary = _header(args, overrides, runtime)
+    if not args.no_timm and jax.default_backend() != "cpu":
+        raise ValueError(f"segment-anything's side runs on the CPU here, vitjax's on the {jax.default_backend()}: "
+                         f"not like for like; pass --no_timm")
+    started = time.time()
+    model = models.build("sam", 0, dtype=config.dtype, **config.model.to_dict())
+    sam = sam_model.build(model, config.batch_size, compiler_options=runtime.options_for(config),
+                          official=not args.no_timm, threads=args.torch_threads, log=_log)
+    summary["model"] = {"description": _describe_sam(model, config.dtype), "params": sam.info["params"]["all"],
+                        "batch_size": config.batch_size}
+    summary["jax"] = {"compile_seconds": sam.info["compile_seconds"]}
+    summary["sam"] = sam.info
+    size, dtype = peak.default_size_and_dtype(jax.default_backend())
+    size = args.peak_size or size
+    matmul = peak.matmul_workload(size, dtype)
+    torch_matmul = None if args.no_timm else peak.torch_matmul_workload(size, dtype, "cpu")
+    workloads = [matmul, *([torch_matmul] if torch_matmul else []), *sam.workloads]
+    _measure(workloads, args.rounds, args.seconds)
+    summary["peak"] = {"matmul": f"{size}x{size} {dtype}",
+                       "jax_matmul_flops_per_second": timing.median(matmul.per_second("flops")),
+                       "torch_matmul_flops_per_second": timing.median(torch_matmul.per_second("flops"))
+                       if torch_matmul else None}
+    summary["workloads"] = {w.name: report.workload_summary(w, matmul if w.images else None, None, None)
+                            for w in workloads}
+    summary["ratios"] = sam.ratios()
+    if torch_matmul:
+        summary["ratios"]["matmul jax/torch"] = timing.paired_ratio(matmul.per_second("flops"),
+                                                                    torch_matmul.per_second("flops"))
+    summary["latency_ms_per_prompt"] = sam.latencies_ms()
+    summary["process_memory"] = timing.memory_of_process()
+    _finish(summary, args.out, started)
+    print(f"wrote {args.out}")
+    return summary
+
+
+def _check_sam_args(args, config) -> None:
+    """ValueError for the options a SAM benchmark (encoder inference, prompt answers) has no use for."""
+    given = {"--image/--channels": args.image is not None or args.channels is not None, "--against": args.against,
+             "--beside": args.beside, "--profile": args.profile, "--compile_only": args.compile_only,
+             "--no_infer": args.no_infer, "--timm_compile on": args.timm_compile == "on"}
+    given = [flag for flag, value in given.items() if value]
+    if given:
+        raise ValueError(f"{', '.join(given)}: not for a SAM config, whose benchmark times the image encoder's "
+                         f"inference and the prompt answers (vitjax/bench/sam_model.py); drop them (the image "
+                         f"size is the config's: configs/bench/sam.py:res=N)")
+    if config.dtype != "float32" and not args.no_timm:
+        raise ValueError(f"dtype {config.dtype}: segment-anything's side is float32, so the comparison is too; "
+                         f"pass --dtype float32, or --no_timm to time vitjax alone")
+
+
+def _describe_sam(model, dtype) -> str:
+    size = model.dims()
+    return (f"SAM image encoder width {size.width} depth {size.depth} heads {size.num_heads} global blocks "
+            f"{tuple(size.global_attn_indexes)} window {model.window_size} patch {model.patch_size}, "
+            f"{model.image_size}x{model.image_size}x3, {dtype}; prompt width {model.prompt_width}, decoder depth "
+            f"{model.decoder_depth}")
 
 
 def _variant_workloads(config, against: list[str], runtime) -> dict:
@@ -264,8 +348,9 @@ def _check_args(args) -> None:
             raise ValueError(f"--against {item!r}: write KEY=VALUE, e.g. --against 'model.kernels=()'")
 
 
-def _load_timm_first(omp_wait_policy: str) -> None:
-    """Imports timm (and torch) before anything else loads, under the chosen OpenMP wait policy."""
+def _load_torch_first(omp_wait_policy: str, package: str) -> None:
+    """Imports `package` (timm or segment_anything, and so torch) before anything else loads, under the
+    chosen OpenMP wait policy."""
     if omp_wait_policy != "default" and "torch" not in sys.modules:
         # GNU OpenMP threads spin while they wait for each other. When other processes hold the cores,
         # every parallel region then waits for a descheduled thread: on a loaded 2-core machine a
@@ -275,9 +360,10 @@ def _load_timm_first(omp_wait_policy: str) -> None:
     # torch's triton (loaded by timm) segfaults when its LLVM loads after TensorFlow's, which the data
     # pipeline imports; loaded first, both work (as in the tests' conftest.py).
     try:
-        import timm  # noqa: F401
+        importlib.import_module(package)
     except ImportError as error:
-        raise ValueError(f"the timm comparison needs torch and timm ({error}); install them or pass --no_timm")
+        raise ValueError(f"the PyTorch comparison needs torch and {package} ({error}); install them (the test extra: "
+                         f"pip install -e '.[test]') or pass --no_timm")
 
 
 @dataclasses.dataclass

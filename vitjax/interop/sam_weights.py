@@ -4,6 +4,7 @@
     masks, iou = model.apply(variables, images, points, labels)
     state = sam_weights.state_dict(variables, model)                  # numpy arrays, torch layouts
     sam_model.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
+    sam_model = sam_weights.official_model(model)                     # segment-anything's Sam of its sizes
 
 For the official checkpoints (`sam_vit_b_01ec64.pth` and the others, keys like
 `image_encoder.blocks.0.attn.qkv.weight`) and any `Sam` built by segment-anything 1.0. torch Linear
@@ -161,6 +162,29 @@ TO_TORCH = {
     "fused_attention": _fused_attention_to_torch,
     "attention": _attention_to_torch,
 }
+
+
+def official_model(model):
+    """segment-anything's `Sam` with the sizes of the vitjax `SAM` `model` (build_sam.py's recipe with its
+    numbers), in eval mode with torch's initialisation; needs torch and segment-anything (the test extra)."""
+    import functools
+
+    import torch
+    from segment_anything.modeling import ImageEncoderViT, MaskDecoder, PromptEncoder, Sam, TwoWayTransformer
+
+    size, grid = model.dims(), model.grid
+    encoder = ImageEncoderViT(
+        img_size=model.image_size, patch_size=model.patch_size, embed_dim=size.width, depth=size.depth,
+        num_heads=size.num_heads, mlp_ratio=model.mlp_ratio,
+        norm_layer=functools.partial(torch.nn.LayerNorm, eps=1e-6), qkv_bias=True, use_rel_pos=True,
+        global_attn_indexes=size.global_attn_indexes, window_size=model.window_size, out_chans=model.prompt_width)
+    prompts = PromptEncoder(embed_dim=model.prompt_width, image_embedding_size=(grid, grid),
+                            input_image_size=(model.image_size, model.image_size), mask_in_chans=model.mask_in_chans)
+    decoder = MaskDecoder(num_multimask_outputs=model.num_multimask_outputs, transformer=TwoWayTransformer(
+        depth=model.decoder_depth, embedding_dim=model.prompt_width, mlp_dim=model.decoder_mlp_dim,
+        num_heads=model.decoder_heads), transformer_dim=model.prompt_width, iou_head_depth=model.iou_head_depth,
+        iou_head_hidden_dim=model.iou_head_hidden)
+    return Sam(image_encoder=encoder, prompt_encoder=prompts, mask_decoder=decoder).eval()
 
 
 def expected_shapes(model) -> dict[str, tuple[int, ...]]:
