@@ -68,6 +68,9 @@ def combine(terms) -> dict:
     variance = sum(var for var, _ in parts)
     # Welch-Satterthwaite: the effective degrees of freedom of a sum of independent variance estimates.
     df = variance ** 2 / sum(var ** 2 / dof for var, dof in parts) if variance > 0 else None
+    if len(parts) < len(terms):  # a single-seed term's spread is unknown, not zero: no t-based threshold
+        return {"q": q, "se": math.sqrt(variance), "df": None,
+                "how": "means, SEs in quadrature; a term has one seed (its spread unknown)"}
     return {"q": q, "se": math.sqrt(variance), "df": df, "how": "means, SEs in quadrature"}
 
 

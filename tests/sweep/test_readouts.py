@@ -68,6 +68,23 @@ def test_the_t_rule_without_a_spread_is_provisional():
     assert decided["verdict_t"] == "provisional (n = 1)" and decided["verdict"] == "holds"  # registered rule as ever
 
 
+def test_a_term_of_one_seed_beside_terms_with_a_spread_leaves_the_t_rule_undecided():
+    """Its spread is unknown, not zero: SEs of the other terms alone would understate tau."""
+    result = readouts.combine([(1, {0: 5.0}), (-1, {0: 1.0, 1: 2.0, 2: 3.0})])
+    assert result["df"] is None and "one seed" in result["how"]
+    assert readouts.decide(result)["verdict_t"] == "provisional (n = 1)"
+
+
+def test_a_converged_readout_with_a_single_seed_term_is_provisional():
+    rows = _ladder_table()
+    for seed in (1, 2):  # seeds 1-2 at 55k only: C1's 550 and 1.7k terms have seed 0 alone
+        rows += [ladder_row("vit", 55_000, seed, 4, 84.0, 83.5 + seed), ladder_row("vit", 55_000, seed, 1, 80.0, 79.5),
+                 ladder_row("bit", 55_000, seed, 1, 85.0, 84.5)]
+    decided = readouts.converged_arm(rows)
+    assert decided["C1"]["verdict"] == decided["C1"]["verdict_t"] == "provisional (n = 1)"
+    assert decided["C2"]["verdict"] != "provisional (n = 1)"  # every term has seeds 0-2
+
+
 def test_unpaired_terms_take_welch_satterthwaite_degrees_of_freedom():
     a, b = {0: 1.0, 1: 3.0, 2: 2.0}, {3: 0.0, 4: 1.0}
     result = readouts.combine([(1, a), (-1, b)])
