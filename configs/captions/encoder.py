@@ -7,8 +7,9 @@ encoder then loads and locks (vitjax/interop/lit_init.py).
         --config.init_from=runs/captions_encoder_vit --config.contrastive.lock_image=True \
         --config.model.vision_pool=tok --config.model.activation=gelu
 
-What experiments/contrastive.py trains for its LiT arms (issue 40 item 6). Measured: tiny smoke runs and
-pilots only (experiments/contrastive.py's docstring); no result yet, nothing here is a claim.
+What experiments/contrastive.py trains for its LiT arms (issue 40 item 6). Expected: not known, no full run
+yet; measured: tiny smoke runs and pilots only (experiments/contrastive.py's docstring); no result yet,
+nothing here is a claim.
 
 Choices:
 - The encoder is the dual encoder's image tower as LiT loads it: patch 8 on the 48x48 RGB canvases (36

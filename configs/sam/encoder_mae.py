@@ -4,9 +4,9 @@ r"""MAE pre-training of an encoder that fits configs/sam/tiny.py's image encoder
     vitjax export runs/sam_encoder_mae/checkpoint_best --out sam_encoder_mae.npz
     vitjax train --config configs/sam/tiny.py --workdir runs/sam_from_mae --config.init_from=sam_encoder_mae.npz
 
-What experiments/sam_init.py pre-trains for its MAE arm (issue 39 item 6). Measured: a 150-step pilot only
-(2026-12-04, 2 cores shared with a sweep, load ~5: ~1,700 img/s, so ~6 minutes for the 4,297 steps); no
-result yet, nothing here is a claim.
+What experiments/sam_init.py pre-trains for its MAE arm (issue 39 item 6). Expected: not known, no full run
+yet; measured: a 150-step pilot only (2026-12-04, 2 cores shared with a sweep, load ~5: ~1,700 img/s, so ~6
+minutes for the 4,297 steps); no result yet, nothing here is a claim.
 
 Choices:
 - configs/fashion_mnist/mae.py (width 64, depth 6, 4 heads, MLP 128; decoder 2 blocks of 64; mask ratio 0.75,

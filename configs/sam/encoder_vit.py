@@ -4,9 +4,9 @@ r"""A supervised ViT whose encoder fits configs/sam/tiny.py's image encoder, tra
     vitjax export runs/sam_encoder_vit/checkpoint_best --out sam_encoder_vit.npz
     vitjax train --config configs/sam/tiny.py --workdir runs/sam_from_vit --config.init_from=sam_encoder_vit.npz
 
-What experiments/sam_init.py trains for its supervised arm (issue 39 item 6). Measured: a 150-step pilot
-only (2026-12-04, 2 cores shared with a sweep, load ~5: ~1,700 img/s, so ~3 minutes for the 1,504 steps);
-no result yet, nothing here is a claim.
+What experiments/sam_init.py trains for its supervised arm (issue 39 item 6). Expected: not known, no full run
+yet; measured: a 150-step pilot only (2026-12-04, 2 cores shared with a sweep, load ~5: ~1,700 img/s, so ~3
+minutes for the 1,504 steps); no result yet, nothing here is a claim.
 
 Choices: configs/fashion_mnist/vit.py (width 64, depth 6, 4 heads, MLP 128, learned position embedding,
 CLS token; Adam, lr 2e-3, 7 epochs of batch 128) with configs/sam/encoder_mae.py's changes for SAM: patch
