@@ -51,7 +51,8 @@ _measured: dict[str, float] = {}
 
 
 def pytest_collection_modifyitems(config, items):
-    seconds = config.cache.get(_FILE_SECONDS, {}) if config.cache is not None else {}
+    cache = getattr(config, "cache", None)  # absent under -p no:cacheprovider
+    seconds = cache.get(_FILE_SECONDS, {}) if cache is not None else {}
     items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], float("inf")))  # stable
 
 
@@ -63,7 +64,7 @@ def pytest_runtest_logreport(report):
 def _record_file_seconds(config) -> None:
     """Into pytest's cache, from the process that saw every file's reports (the xdist controller, or
     the only process); files this run did not touch keep their earlier measurement."""
-    if config.cache is None or hasattr(config, "workerinput") or not _measured:
+    if getattr(config, "cache", None) is None or hasattr(config, "workerinput") or not _measured:
         return
     config.cache.set(_FILE_SECONDS, {**config.cache.get(_FILE_SECONDS, {}), **_measured})
 
