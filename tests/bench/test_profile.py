@@ -35,8 +35,46 @@ def test_bench_profile_writes_a_trace_and_its_op_table(tmp_path):
     assert summary["calls"] == 2 and summary["xplane"].startswith(str(logdir))
     ops = {row["op"]: row for row in summary["ops"]}
     assert len(ops) > 5 and sum(row["milliseconds_per_call"] for row in ops.values()) > 0
+    parts = {row["op"] for row in summary["parts"]}
+    assert any(part.startswith("backward: ViT") for part in parts), parts  # the model's own name stack
 
 
 def test_profile_refuses_compile_only():
     with pytest.raises(ValueError, match="compile_only"):
         run.bench(bench_args(["--config", TINY, "--compile_only", "--profile", "unused", "--no_timm"]))
+
+
+def test_scope_drops_wrappers_and_layer_indices_and_names_the_direction():
+    assert (profile.scope("jit(train_step)/transpose(jvp(Swin))/stage_3/block_1/attention/gather")
+            == "backward: Swin/stage/block/attention/gather")
+    assert profile.scope("jit(train_step)/jvp(ViT)/Transformer/encoderblock_11/dot_general") == \
+        "forward: ViT/Transformer/encoderblock/dot_general"
+    assert profile.scope("jit(train_step)/cond/branch_1_fun/reduce_sum") == "step: cond/branch_1_fun/reduce_sum"
+
+
+def test_scope_table_attributes_a_traced_program_to_its_named_parts(tmp_path):
+    def program(x):
+        with jax.named_scope("first"):
+            x = jnp.tanh(x) @ x
+        with jax.named_scope("second"):
+            return jnp.sin(x) @ x
+    compiled = jax.jit(program).lower(jnp.ones((256, 256))).compile()
+    x = jnp.ones((256, 256))
+    calls = 2
+    xplane, _ = profile.trace(lambda: compiled(x).block_until_ready(), calls, str(tmp_path))
+    scopes = profile.instruction_scopes(compiled.as_text())
+    parts = {r.op: r for r in profile.scope_table(xplane, calls, scopes, depth=1)}
+
+    assert {"step: first", "step: second"} <= set(parts), parts
+    full = profile.scope_table(xplane, calls, scopes)
+    assert sum(r.milliseconds_per_call for r in full) == pytest.approx(
+        sum(r.milliseconds_per_call for r in parts.values()))
+    assert sum(r.milliseconds_per_call for r in full) == pytest.approx(
+        sum(r.milliseconds_per_call for r in profile.op_table(xplane, calls)))
+
+
+def test_scope_of_a_collective_over_a_path_keeps_the_collective():
+    assert profile.scope("jit(train_step)/psum(jit(train_step)/transpose(jvp(ViT))/embedding/dot_general)") \
+        == "step: psum"
+    assert profile.scope("jit(train_step)/(transpose(jvp(ViT))/head/dot_general:transpose(jvp(ViT))/head/reduce_sum)") \
+        == "step: (combined)"

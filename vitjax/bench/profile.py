@@ -5,7 +5,12 @@
 The trace directory opens in XProf for the timeline (not a dependency: `pip install xprof`, then
 `xprof --logdir=runs/profile`). The table is read from the same trace here, without XProf: it sums, per
 XLA op (fusion, dot, copy...: the names in the compiled HLO, numeric suffix dropped), the time that
-op's events took on the threads that run XLA code, divided by the number of traced calls.
+op's events took on the threads that run XLA code, divided by the number of traced calls. A second
+table (`scope_table`) sums the same events by where in the program each op came from: the name stack
+JAX wrote into the compiled HLO's metadata (`op_name`), with layer indices dropped so that the twelve
+blocks' attention adds up to one row, and split into forward, backward (the gradient's transpose)
+and the rest of the step ('step': the optimiser, clipping, and what is not differentiated, such as a
+teacher's forward pass). A fusion is attributed to its root's scope.
 
 Read the table with one caveat: on CPU, matmuls that XLA hands to Eigen run asynchronously, so their
 events ("dot", "dot_general") only cover the launch, not the product; their cost is the part of the
@@ -53,15 +58,14 @@ def trace(call, calls: int, logdir: str) -> tuple[str, float]:
     return max(written, key=os.path.getmtime), seconds_per_call
 
 
-def op_table(xplane_path: str, calls: int) -> list[OpTime]:
-    """Per-op time of a trace, most expensive first."""
+def _op_events(xplane_path: str):
+    """(HLO instruction name, picoseconds) of every op event of a trace."""
     # TensorFlow (a dependency, for the input pipeline) ships the trace format's protobuf classes.
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     space = xplane_pb2.XSpace()
     with open(xplane_path, "rb") as f:
         space.ParseFromString(f.read())
-    picoseconds, events = collections.Counter(), collections.Counter()
     for plane in space.planes:
         names = {key: metadata.name for key, metadata in plane.event_metadata.items()}
         for line in plane.lines:
@@ -69,19 +73,86 @@ def op_table(xplane_path: str, calls: int) -> list[OpTime]:
                 continue
             for event in line.events:
                 name = names.get(event.metadata_id, "")
-                if not name or _NOT_OPS.search(name):
-                    continue
-                op = re.sub(r"\.\d+$", "", name)
-                picoseconds[op] += event.duration_ps
-                events[op] += 1
-    return [OpTime(op, ps / 1e9 / calls, events[op] / calls) for op, ps in picoseconds.most_common()]
+                if name and not _NOT_OPS.search(name):
+                    yield name, event.duration_ps
 
 
-def format_table(rows: list[OpTime], seconds_per_call: float | None, top: int = 20) -> str:
-    total = sum(r.milliseconds_per_call for r in rows)
-    lines = [f"{'op':36s} {'ms/call':>9s} {'events/call':>12s}"]
-    lines += [f"{r.op[:36]:36s} {r.milliseconds_per_call:9.2f} {r.events_per_call:12.0f}" for r in rows[:top]]
-    lines.append(f"{'all ops (timed on their threads)':36s} {total:9.2f}")
+def _table(keyed_events, calls: int) -> list[OpTime]:
+    picoseconds, events = collections.Counter(), collections.Counter()
+    for key, duration in keyed_events:
+        picoseconds[key] += duration
+        events[key] += 1
+    return [OpTime(key, ps / 1e9 / calls, events[key] / calls) for key, ps in picoseconds.most_common()]
+
+
+def op_table(xplane_path: str, calls: int) -> list[OpTime]:
+    """Per-op time of a trace, most expensive first."""
+    return _table(((_op_kind(name), ps) for name, ps in _op_events(xplane_path)), calls)
+
+
+def _op_kind(instruction: str) -> str:
+    """'fusion.12' -> 'fusion': what the instruction is, without its number."""
+    return re.sub(r"\.\d+$", "", instruction)
+
+
+# An HLO instruction and the name stack of the JAX operation it came from.
+_INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%?([\w.\-]+) = .*?metadata=\{[^}]*?op_name=\"([^\"]+)\"", re.M)
+
+
+def instruction_scopes(hlo_text: str) -> dict[str, str]:
+    """{instruction name: its scope} of a compiled program's HLO text (`compiled.as_text()`)."""
+    return {name: scope(op_name) for name, op_name in _INSTRUCTION.findall(hlo_text)}
+
+
+def scope(op_name: str) -> str:
+    """'forward|backward|step: module/path/primitive' of a JAX name stack, e.g.
+    'jit(train_step)/transpose(jvp(Swin))/stage_3/block_1/attention/gather' ->
+    'backward: Swin/stage/block/attention/gather'. Indices go so that repeated layers share a row; a
+    wrapper around a whole path keeps only its name, and ops XLA combined into one (the gradients'
+    all-reduce: '(path:path:...)') read '(combined)'."""
+    parts = [p for p in _top_level_parts(op_name) if p and not p.startswith("jit(")]
+    direction = ("backward" if any(p.startswith("transpose(") for p in parts)
+                 else "forward" if any(p.startswith("jvp(") for p in parts) else "step")
+    plain = []
+    for part in parts:
+        if part.startswith("("):
+            part = "(combined)"
+        while (wrapped := re.fullmatch(r"([\w\-]+)\((.*)\)", part)) is not None:
+            part = wrapped.group(2) if "/" not in wrapped.group(2) else wrapped.group(1)
+        plain.append(re.sub(r"_\d+$", "", part))
+    return f"{direction}: {'/'.join(p for p in plain if p) or '(unnamed)'}"
+
+
+def _top_level_parts(op_name: str) -> list[str]:
+    """`op_name` split at the slashes outside parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(op_name):
+        depth += (char == "(") - (char == ")")
+        if char == "/" and depth == 0:
+            parts.append(op_name[start:i])
+            start = i + 1
+    return parts + [op_name[start:]]
+
+
+def scope_table(xplane_path: str, calls: int, scopes: dict[str, str], depth: int | None = None) -> list[OpTime]:
+    """Time per scope (`instruction_scopes` of the traced program), most expensive first; ops the
+    program's metadata does not name count as 'unattributed: <op>'. `depth`: keep only the first
+    `depth` names of each scope's path (2: 'backward: Swin/stage'), the parts of a step."""
+    def key(name):
+        found = scopes.get(name, f"unattributed: {_op_kind(name)}")
+        if depth is None:
+            return found
+        direction, path = found.split(": ", 1)
+        return f"{direction}: {'/'.join(path.split('/')[:depth])}"
+    return _table(((key(name), ps) for name, ps in _op_events(xplane_path)), calls)
+
+
+def format_table(rows: list[OpTime], seconds_per_call: float | None, top: int = 20, width: int = 36) -> str:
+    total = sum(r.milliseconds_per_call for r in rows) or float("inf")
+    lines = [f"{'op':{width}s} {'ms/call':>9s} {'share':>6s} {'events/call':>12s}"]
+    lines += [f"{r.op[-width:]:{width}s} {r.milliseconds_per_call:9.2f} {r.milliseconds_per_call / total:6.1%} "
+              f"{r.events_per_call:12.0f}" for r in rows[:top]]
+    lines.append(f"{'all ops (timed on their threads)':{width}s} {sum(r.milliseconds_per_call for r in rows):9.2f}")
     if seconds_per_call:
-        lines.append(f"{'wall time of one call, traced':36s} {1e3 * seconds_per_call:9.2f}")
+        lines.append(f"{'wall time of one call, traced':{width}s} {1e3 * seconds_per_call:9.2f}")
     return "\n".join(lines)

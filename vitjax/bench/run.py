@@ -129,17 +129,22 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _profile(workload, logdir: str, calls: int) -> dict:
+def _profile(jm, logdir: str, calls: int) -> dict:
     from vitjax.bench import profile
 
-    _log(f"tracing {calls} calls of {workload.name} into {logdir} ...")
-    xplane, seconds_per_call = profile.trace(workload.call, calls, logdir)
-    rows = profile.op_table(xplane, calls)
-    print(f"{workload.name}, time per op over {calls} traced calls (on CPU, Eigen matmuls run "
+    _log(f"tracing {calls} calls of {jm.train.name} into {logdir} ...")
+    xplane, seconds_per_call = profile.trace(jm.train.call, calls, logdir)
+    scopes = profile.instruction_scopes(jm.train_hlo())
+    tables = {"ops": profile.op_table(xplane, calls), "scopes": profile.scope_table(xplane, calls, scopes),
+              "parts": profile.scope_table(xplane, calls, scopes, depth=2)}
+    print(f"{jm.train.name}, time per op over {calls} traced calls (on CPU, Eigen matmuls run "
           f"asynchronously and show only their launch; see vitjax/bench/profile.py):")
-    print(profile.format_table(rows, seconds_per_call))
+    print(profile.format_table(tables["ops"], seconds_per_call))
+    print("the same time by where each op came from (the model's name stack; layer indices dropped):")
+    print(profile.format_table(tables["scopes"], seconds_per_call, top=30, width=72))
+    print(profile.format_table(tables["parts"], seconds_per_call, width=72))
     return {"dir": logdir, "xplane": xplane, "calls": calls, "seconds_per_call_traced": seconds_per_call,
-            "ops": [dataclasses.asdict(r) for r in rows]}
+            **{name: [dataclasses.asdict(r) for r in rows] for name, rows in tables.items()}}
 
 
 def bench(args) -> dict:
@@ -172,7 +177,7 @@ def bench(args) -> dict:
         return _finish(summary, args.out, started)
     summary["process_memory_after_jax_setup"] = timing.memory_of_process()
     if args.profile:
-        summary["profile"] = _profile(jm.train, args.profile, args.profile_calls)
+        summary["profile"] = _profile(jm, args.profile, args.profile_calls)
 
     backend = jax.default_backend()
     size, dtype = peak.default_size_and_dtype(backend)
