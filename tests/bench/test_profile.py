@@ -49,7 +49,7 @@ def test_scope_drops_wrappers_and_layer_indices_and_names_the_direction():
             == "backward: Swin/stage/block/attention/gather")
     assert profile.scope("jit(train_step)/jvp(ViT)/Transformer/encoderblock_11/dot_general") == \
         "forward: ViT/Transformer/encoderblock/dot_general"
-    assert profile.scope("jit(train_step)/cond/branch_1_fun/reduce_sum") == "step: cond/branch_1_fun/reduce_sum"
+    assert profile.scope("jit(train_step)/cond/branch_1_fun/optimizer/mul") == "step: optimizer/mul"
 
 
 def test_scope_table_attributes_a_traced_program_to_its_named_parts(tmp_path):
@@ -78,3 +78,15 @@ def test_scope_of_a_collective_over_a_path_keeps_the_collective():
         == "step: psum"
     assert profile.scope("jit(train_step)/(transpose(jvp(ViT))/head/dot_general:transpose(jvp(ViT))/head/reduce_sum)") \
         == "step: (combined)"
+
+
+def test_a_dino_step_names_its_parts_for_the_profile():
+    from vitjax.bench import jax_model
+    from vitjax.config import load_config
+
+    config = load_config("tests/train/tiny_config.py:model=dino,steps=8")
+    parts = {scope.split("/")[0] for scope in profile.instruction_scopes(
+        jax_model.build(config, inference=False).train_hlo()).values()}
+    for part in ("crops", "student_global", "student_local", "teacher", "loss_and_centre", "optimizer",
+                 "update_extra"):
+        assert any(p.endswith(f": {part}") for p in parts), (part, sorted(parts))

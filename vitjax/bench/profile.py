@@ -108,9 +108,11 @@ def scope(op_name: str) -> str:
     """'forward|backward|step: module/path/primitive' of a JAX name stack, e.g.
     'jit(train_step)/transpose(jvp(Swin))/stage_3/block_1/attention/gather' ->
     'backward: Swin/stage/block/attention/gather'. Indices go so that repeated layers share a row; a
-    wrapper around a whole path keeps only its name, and ops XLA combined into one (the gradients'
+    wrapper around a whole path keeps only its name, the levels of a lax.cond go, and ops XLA combined into one (the gradients'
     all-reduce: '(path:path:...)') read '(combined)'."""
-    parts = [p for p in _top_level_parts(op_name) if p and not p.startswith("jit(")]
+    # jit(...) and the update's cond and branch levels name no part of the model or step.
+    parts = [p for p in _top_level_parts(op_name)
+             if p and not p.startswith("jit(") and not re.fullmatch(r"cond|branch_\d+_fun", p)]
     direction = ("backward" if any(p.startswith("transpose(") for p in parts)
                  else "forward" if any(p.startswith("jvp(") for p in parts) else "step")
     plain = []

@@ -77,9 +77,11 @@ def make_step(objective: Objective, tx: optax.GradientTransformation, schedule: 
 
         def apply_update(operands):
             params, opt_state, extra = operands
-            updates, opt_state = tx.update(grads, opt_state, params)
-            params = optax.apply_updates(params, updates)
-            return params, opt_state, objective.update_extra(extra, params, info, extra_inputs)
+            with jax.named_scope("optimizer"):  # the scopes `vitjax bench --profile` reports time by
+                updates, opt_state = tx.update(grads, opt_state, params)
+                params = optax.apply_updates(params, updates)
+            with jax.named_scope("update_extra"):
+                return params, opt_state, objective.update_extra(extra, params, info, extra_inputs)
 
         # Skipping the update, rather than computing it and then selecting the old values leaf by leaf,
         # saves passes over the whole state (measured: experiments/results/bench/README.md).
