@@ -9,8 +9,8 @@ op's events took on the threads that run XLA code, divided by the number of trac
 table (`scope_table`) sums the same events by where in the program each op came from: the name stack
 JAX wrote into the compiled HLO's metadata (`op_name`), with layer indices dropped so that the twelve
 blocks' attention adds up to one row, and split into forward, backward (the gradient's transpose)
-and the rest of the step ('step': the optimiser, clipping, and what is not differentiated, such as a
-teacher's forward pass). A fusion is attributed to its root's scope.
+and the rest of the step ('step': the optimiser, clipping, the update of extra state; a teacher's pass
+inside the loss is traced with it and counts as forward). A fusion is attributed to its root's scope.
 
 Read the table with one caveat: on CPU, matmuls that XLA hands to Eigen run asynchronously, so their
 events ("dot", "dot_general") only cover the launch, not the product; their cost is the part of the
@@ -108,8 +108,8 @@ def scope(op_name: str) -> str:
     """'forward|backward|step: module/path/primitive' of a JAX name stack, e.g.
     'jit(train_step)/transpose(jvp(Swin))/stage_3/block_1/attention/gather' ->
     'backward: Swin/stage/block/attention/gather'. Indices go so that repeated layers share a row; a
-    wrapper around a whole path keeps only its name, the levels of a lax.cond go, and ops XLA combined into one (the gradients'
-    all-reduce: '(path:path:...)') read '(combined)'."""
+    wrapper around a whole path keeps only its name, the levels of a lax.cond go, and ops XLA combined
+    into one (the gradients' all-reduce: '(path:path:...)') read '(combined)'."""
     # jit(...) and the update's cond and branch levels name no part of the model or step.
     parts = [p for p in _top_level_parts(op_name)
              if p and not p.startswith("jit(") and not re.fullmatch(r"cond|branch_\d+_fun", p)]
