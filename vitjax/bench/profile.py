@@ -21,6 +21,7 @@ that path has not yet run on a GPU here (experiments/bench/gpu.sh will be its fi
 """
 import collections
 import dataclasses
+import functools
 import glob
 import os
 import re
@@ -58,7 +59,8 @@ def trace(call, calls: int, logdir: str) -> tuple[str, float]:
     return max(written, key=os.path.getmtime), seconds_per_call
 
 
-def _op_events(xplane_path: str):
+@functools.lru_cache(maxsize=1)  # the op, scope and part tables read one trace: parse it once
+def _op_events(xplane_path: str) -> tuple:
     """(HLO instruction name, picoseconds) of every op event of a trace."""
     # TensorFlow (a dependency, for the input pipeline) ships the trace format's protobuf classes.
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
@@ -66,6 +68,7 @@ def _op_events(xplane_path: str):
     space = xplane_pb2.XSpace()
     with open(xplane_path, "rb") as f:
         space.ParseFromString(f.read())
+    found = []
     for plane in space.planes:
         names = {key: metadata.name for key, metadata in plane.event_metadata.items()}
         for line in plane.lines:
@@ -74,7 +77,8 @@ def _op_events(xplane_path: str):
             for event in line.events:
                 name = names.get(event.metadata_id, "")
                 if name and not _NOT_OPS.search(name):
-                    yield name, event.duration_ps
+                    found.append((name, event.duration_ps))
+    return tuple(found)
 
 
 def _table(keyed_events, calls: int) -> list[OpTime]:
