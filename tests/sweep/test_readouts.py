@@ -8,6 +8,7 @@ import pytest
 from vitjax.config import load_module
 
 readouts = load_module(os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "readouts.py"))
+tuning_sweep = load_module(os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "tuning.py"))
 
 
 def row(family, size, seed, accuracy, *, final=None, best_step=100, steps=1200):
@@ -452,6 +453,19 @@ def test_tuning_picks_the_best_validation_and_names_the_edges_it_sits_on():
     found = readouts.tuning(rows)["bit_n550"]
     assert found["pick"] == {"lr": 4e-3, "weight_decay": 1e-4, "val": pytest.approx(82.0)}
     assert found["edges"] == ["highest lr", "lowest wd"]  # the grid extends past both before it counts
+
+
+def test_tuning_extends_the_grid_one_step_past_each_edge_a_pick_sits_on():
+    picks = {"bit_n550": {"pick": {"lr": 4e-3, "weight_decay": 1e-4}, "edges": ["highest lr", "lowest wd"]},
+             "vit_n5500": {"pick": {"lr": 1e-3, "weight_decay": 0.05}, "edges": ["lowest lr", "highest wd"]},
+             "vit_n550": {"pick": {"lr": 2e-3, "weight_decay": 0.05}, "edges": ["highest wd"]},
+             "bit_n5500": {"pick": {"lr": 2e-3, "weight_decay": 1e-4}, "edges": ["lowest wd"]}}
+    runs = {name: overrides for name, _, overrides in tuning_sweep.extension_runs(picks)}
+    # No step below the lowest decay is registered; each step keeps the pick's other setting.
+    assert sorted(runs) == ["bit_n550_lr0.008_wd0.0001", "vit_n5500_lr0.0005_wd0.05", "vit_n5500_lr0.001_wd0.3",
+                            "vit_n550_lr0.002_wd0.3"]
+    assert runs["vit_n5500_lr0.001_wd0.3"]["data.train_size"] == 5_500
+    assert (runs["bit_n550_lr0.008_wd0.0001"]["lr"], runs["bit_n550_lr0.008_wd0.0001"]["weight_decay"]) == (8e-3, 1e-4)
 
 
 def _sam_run(sweep_dir, arm, seed, miou, *, cpu="cpu A"):

@@ -97,3 +97,31 @@ def test_on_a_pod_only_host_0_locks_and_the_other_hosts_run_what_host_0_holds(st
     monkeypatch.setenv("JAX_PROCESS_ID", "0")
     runner.run_sweep(sweep, str(run_dir.parent), echo=lambda line: None)  # host 0 locks as a lone sweep does
     assert calls[1][0] == "a" and calls[1][1] is not None and calls[1][2] == 0
+
+
+@pytest.mark.parametrize("second_exit, status, attempts", [(0, "finished", 2), (-signal.SIGABRT, "failed", 2)])
+def test_a_collective_hang_resumes_the_run_once(tmp_path, monkeypatch, second_exit, status, attempts):
+    # XLA:CPU's abort of an all-reduce that not every device joined (a hang of the 4-device split, not the
+    # run's fault): the sweep resumes the trainer once from its checkpoint, and records a second one.
+    sweep = spec.load(write_sweep_file(tmp_path, ONE_RUN))
+    run_dir = tmp_path / "out" / "a"
+    hang = "E1205 rendezvous.cc:118] Termination timeout ... only 2 of them arrived\n"
+    exits = [(-signal.SIGABRT, hang), (second_exit, hang if second_exit else "done\n")]
+    calls = []
+
+    def fake_subprocess(argv, log_path, env, live, lock):
+        calls.append(argv)
+        code, output = exits[len(calls) - 1]
+        if code == 0:
+            (run_dir / rundir.RESULTS).write_text(json.dumps({"test_accuracy": 0.5}))
+        return code, 1.0, output
+
+    monkeypatch.setattr(runner, "_subprocess", fake_subprocess)
+    said = []
+    os.makedirs(run_dir)
+    assert runner._stages(sweep.runs[0], str(run_dir), "train", {}, {}, runner._Live(), said.append,
+                          "[1/1] a", None) == status
+    assert len(calls) == attempts and calls[0] == calls[1]
+    assert "resuming once" in said[1]
+    assert not runner.collective_hang(-signal.SIGABRT, "Traceback ...\nValueError: bad config\n")
+    assert not runner.collective_hang(1, hang)
