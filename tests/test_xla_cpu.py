@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.train import tiny_config
-from vitjax import rundir, xla_cpu
+from vitjax import models, rundir, xla_cpu
 from vitjax.checkpoints import reader
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -112,6 +112,16 @@ def test_requested_device_count(environ, wanted):
     assert xla_cpu.requested_devices(environ) == wanted
 
 
+def test_a_family_measured_faster_on_one_device_defaults_to_it_unless_asked():
+    assert xla_cpu.ONE_DEVICE_FAMILIES and xla_cpu.ONE_DEVICE_FAMILIES <= set(models.FAMILIES)
+    assert "vit" not in xla_cpu.ONE_DEVICE_FAMILIES  # the split was measured for the ViT and kept
+    for family in models.FAMILIES:
+        default = xla_cpu.default_devices(family)
+        assert default == (1 if family in xla_cpu.ONE_DEVICE_FAMILIES else xla_cpu.DEFAULT_DEVICES)
+        assert xla_cpu.requested_devices({}, default) == default
+        assert xla_cpu.requested_devices({"VITJAX_CPU_DEVICES": "4"}, default) == 4  # the user's count wins
+
+
 @pytest.mark.parametrize("value", ["0", "four", "-2"])
 def test_bad_device_request_names_the_variable(value):
     with pytest.raises(ValueError, match="VITJAX_CPU_DEVICES"):
@@ -159,8 +169,16 @@ def test_the_config_and_the_environment_win():
     assert "model kernels" not in printed[0] and "XLA options" not in printed[0]
     printed, chosen = _choose(VITJAX_CPU_DEVICES="1", VITJAX_XLA_CPU_DEFAULTS="0")
     assert chosen == {"devices": 1, "kernels": ["<absent>"], "options": {}, "xla_flags": "", "config_untouched": True}
-    assert printed == ["CPU: 1 XLA devices (off: VITJAX_TCMALLOC=0, VITJAX_CPU_DEVICES=1, "
+    assert printed == ["CPU: 1 XLA device (off: VITJAX_TCMALLOC=0, VITJAX_CPU_DEVICES=1, "
                        "VITJAX_XLA_CPU_DEFAULTS=0; why: vitjax/xla_cpu.py)"]
+
+
+def test_choose_gives_a_one_device_family_one_device():
+    family = sorted(xla_cpu.ONE_DEVICE_FAMILIES)[0]
+    printed, chosen = _choose(f"config.model_name = {family!r}")
+    assert chosen["devices"] == 1 and printed[0].startswith("CPU: 1 XLA device,")
+    _, chosen = _choose(f"config.model_name = {family!r}", VITJAX_CPU_DEVICES="4")
+    assert chosen["devices"] == 4
 
 
 def test_an_explicit_mesh_keeps_jax_single_device():

@@ -22,7 +22,8 @@ are in experiments/results/bench/README.md:
     them in again (the default config's train step: 1.7x faster);
   * 4 XLA devices trained data-parallel overlap one quarter's small, memory-bound operations with
     another's work (the default config +16% across processes, 1.25x in one; less or nothing for bigger
-    models); the count halves until it divides the (micro-)batch and the eval batch;
+    models); the count halves until it divides the (micro-)batch and the eval batch; the families of
+    ONE_DEVICE_FAMILIES (Swin) keep JAX's single device, which trained them faster;
   * YNNPACK for reductions only (jaxlib 0.10), so matmuls go to Eigen and elementwise chains to XLA's
     fusions (the default config's train step 1.10x faster);
   * the model kernels of vitjax/models/kernels.py (LayerNorm's closed-form backward pass 1.24x,
@@ -43,6 +44,10 @@ ENV_DEVICES = "VITJAX_CPU_DEVICES"        # N: that many devices; 1: JAX's singl
 ENV_DEFAULTS = "VITJAX_XLA_CPU_DEFAULTS"  # 0: no XLA options, no model kernels
 
 DEFAULT_DEVICES = 4
+# Model families whose train step measured faster on JAX's single CPU device than on DEFAULT_DEVICES
+# (experiments/bench/device_split.py; figures in experiments/results/bench/README.md): their default is 1.
+# Swin-T at batch 8 ran 1.18x faster on one device; the ViT, BiT, MAE and DINO configs did not gain.
+ONE_DEVICE_FAMILIES = frozenset({"swin"})
 DEFAULT_MESH = {"data": -1, "fsdp": 1, "model": 1, "dcn_data": 1}
 # Per-compilation options (jax.jit's compiler_options), for the jaxlib versions they were measured on:
 # an option a jaxlib does not know fails the compilation.
@@ -120,15 +125,20 @@ def tcmalloc_loaded() -> bool:
         return False
 
 
-def requested_devices(environ=None) -> int | None:
-    """The device count asked for: VITJAX_CPU_DEVICES, else DEFAULT_DEVICES; None when the user set one
-    for JAX (XLA_FLAGS' --xla_force_host_platform_device_count or JAX_NUM_CPU_DEVICES)."""
+def default_devices(model_name: str) -> int:
+    """The device count a config of this model family gets unless VITJAX_CPU_DEVICES names one."""
+    return 1 if model_name in ONE_DEVICE_FAMILIES else DEFAULT_DEVICES
+
+
+def requested_devices(environ=None, default: int = DEFAULT_DEVICES) -> int | None:
+    """The device count asked for: VITJAX_CPU_DEVICES, else `default`; None when the user set one for JAX
+    (XLA_FLAGS' --xla_force_host_platform_device_count or JAX_NUM_CPU_DEVICES)."""
     environ = os.environ if environ is None else environ
     if "--xla_force_host_platform_device_count" in environ.get("XLA_FLAGS", "") or environ.get("JAX_NUM_CPU_DEVICES"):
         return None
     raw = environ.get(ENV_DEVICES, "").strip()
     if not raw:
-        return DEFAULT_DEVICES
+        return default
     if not raw.isdigit() or int(raw) < 1:
         raise ValueError(f"{ENV_DEVICES}={raw!r} must be a positive integer (1 keeps JAX's single CPU device)")
     return int(raw)
@@ -167,7 +177,8 @@ class Choices:
                 "kernels": list(self.kernels)}
 
     def describe(self) -> str | None:
-        parts = (["tcmalloc"] if self.tcmalloc else []) + ([f"{self.devices} XLA devices"] if self.devices else [])
+        devices = [f"{self.devices} XLA device{'s' if self.devices > 1 else ''}"] if self.devices else []
+        parts = (["tcmalloc"] if self.tcmalloc else []) + devices
         parts += [f"XLA options {self.compiler_options}"] if self.compiler_options else []
         parts += [f"model kernels {self.kernels}"] if self.kernels else []
         if not parts:
@@ -212,7 +223,7 @@ def with_collective_patience(xla_flags: str) -> str:
 
 
 def _set_device_count(jax, config) -> int | None:
-    wanted = requested_devices()
+    wanted = requested_devices(default=default_devices(config.model_name))
     if wanted is None or {"dcn_data": 1, **config.mesh} != DEFAULT_MESH or jax.distributed.is_initialized():
         return None  # the user's count, an explicit mesh, or a multi-process run names its own devices
     count = device_count_for(config, wanted)
