@@ -13,8 +13,8 @@ protocol on the ladder's schedule (warmup-stable-decay) at the 1x budget, 1,200 
 highest best-validation accuracy; a pick on the grid's edge extends the grid one step past it (8e-3 or
 5e-4; wd 0.3) before it counts: `part=extend` reads the picks of the sweep directory `from` and trains,
 for each pick on an edge, the grid's next point past that edge at the pick's other setting (nothing
-past the lowest decay, 1e-4, which the registration does not extend). At 55k (`part=large`) the rate picked at 5.5k and its two grid
-neighbours train at the size's converged budget, seed 0. Test accuracy is never read.
+past the lowest decay, 1e-4, which the registration does not extend). At 55k (`part=large`) the rate
+picked at 5.5k and its two grid neighbours train at the size's converged budget, seed 0. Test accuracy is never read.
 
 Expected: ~80 min for part=small on 2 idle cores of this project's hosts (12 ViT runs ~2.5 min, 12 BiT
 ~4 min, each 1,200 steps with validation every 100).
@@ -32,7 +32,7 @@ RATES = (1e-3, 2e-3, 4e-3)
 WEIGHT_DECAYS = (1e-4, 0.05)
 SMALL_SIZES = (550, 5_500)
 # The registered step past each edge a pick may sit on (readouts.tuning names the edges).
-EXTENSIONS = {"lowest lr": ("lr", 5e-4), "highest lr": ("lr", 8e-3), "highest wd": ("wd", 0.3)}
+EXTENSIONS = {"lowest lr": ("lr", 5e-4), "highest lr": ("lr", 8e-3), "highest wd": ("weight_decay", 0.3)}
 BUDGET = f"1x budget ({_protocol.BUDGET.describe()}), warmup-stable-decay, seed 0"
 TITLE = "Per-family tuning on validation: learning rate x weight decay"
 FEWSHOT = None
@@ -56,10 +56,9 @@ def extension_runs(picks: dict) -> list:
         model, size = key.rsplit("_n", 1)
         for edge in point["edges"]:
             if edge in EXTENSIONS:
-                setting = {"lr": point["pick"]["lr"], "wd": point["pick"]["weight_decay"]}
                 axis, value = EXTENSIONS[edge]
-                setting[axis] = value
-                runs.append(_run(model, int(size), setting["lr"], setting["wd"]))
+                setting = {**point["pick"], axis: value}
+                runs.append(_run(model, int(size), setting["lr"], setting["weight_decay"]))
     return runs
 
 
@@ -82,5 +81,5 @@ def get_runs(arg=None):
             runs += [_run(model, 55_000, rate, float(settings[f"wd_{model}"]), int(settings[f"multiple_{model}"]))
                      for rate in neighbours]
         return runs
-    raise ValueError("choose experiments/tuning.py:part=small, :part=extend,from=DIR, or :part=large with the picks "
-                     "(vit_lr=..,bit_lr=..,wd_vit=..,wd_bit=..,multiple_vit=..,multiple_bit=..)")
+    raise ValueError("choose experiments/tuning.py:part=small, :part=extend,from=DIR, or :part=large with the "
+                     "picks (vit_lr=..,bit_lr=..,wd_vit=..,wd_bit=..,multiple_vit=..,multiple_bit=..)")

@@ -41,7 +41,8 @@ _MATMUL = "matmul 2048x2048 float32 (jax)"
 
 def run_bench(vitjax: str, args: list, devices: int, out: pathlib.Path, rounds: int, seconds: float) -> dict:
     env = {**os.environ, "VITJAX_CPU_DEVICES": str(devices)}
-    command = [vitjax, "bench", *args, *_FAST, "--rounds", str(rounds), "--seconds", str(seconds), "--out", str(out)]
+    command = [vitjax, "bench", *args, *_FAST, "--rounds", str(rounds), "--seconds", str(seconds),
+               "--out", str(out)]
     print("$", f"VITJAX_CPU_DEVICES={devices}", " ".join(command[1:]), flush=True)
     subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())
@@ -59,7 +60,8 @@ def summarise(results: dict) -> dict:
     for devices, runs in results.items():
         ratios = {key for key, value in runs[0]["ratios"].items() if value is not None and key.startswith("train")}
         rows[devices] = {
-            "images_per_second": statistics.median(r["workloads"]["vitjax train"]["images_per_second"] for r in runs),
+            "images_per_second": statistics.median(r["workloads"]["vitjax train"]["images_per_second"]
+                                                   for r in runs),
             "per_matmul_tflops": statistics.median(relative_speed(r) for r in runs),
             "per_matmul_tflops_per_rep": [relative_speed(r) for r in runs],
             "ratios": {key: statistics.median(r["ratios"][key] for r in runs) for key in sorted(ratios)}}

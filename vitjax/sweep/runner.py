@@ -12,7 +12,8 @@ is skipped; an interrupted one is resumed by the trainer from its newest checkpo
 resumed once at once: `collective_hang`); one whose lock another process holds (runlock.py: another
 sweep, or the trainer of a killed one) is left alone; one trained with another config than the sweep
 now gives it (stale.py) is reported and left alone, or with `redo_stale` set aside and trained afresh.
-After every run the table (table.py) is rewritten, so DIR/results.csv is current even while a long sweep is going.
+After every run the table (table.py) is rewritten, so DIR/results.csv is current even while a long
+sweep is going.
 
 On a TPU pod (or any multi-process launch), every host runs the same `vitjax sweep` command on the
 same sweep directory, which must then be shared (NFS/Filestore: each run's trainer writes its
