@@ -639,8 +639,11 @@ def main(argv=None) -> int:
     parser.add_argument("--convergence", nargs="+", help="experiments/convergence.py's sweep (or results) directories "
                                                          "(its parts): the budget ladder and C1-C4 at each family's "
                                                          "converged budget")
-    parser.add_argument("--chosen", help="convergence.json of a committed ladder: C1-C4 take each family's "
-                                         "converged multiple from it, not from the seed-0 ladders of --convergence")
+    parser.add_argument("--primed", nargs="+", help="experiments/tuning.py:part=primed's sweep (or results) "
+                                                    "directories: C1'-C4', the C read-outs on the tuned optimisers")
+    parser.add_argument("--chosen", help="convergence.json of a committed ladder: C1-C4 (and C1'-C4') take each "
+                                         "family's converged multiple from it, not from the seed-0 ladders of "
+                                         "--convergence")
     parser.add_argument("--replicates", nargs=2, metavar=("DIR", "OTHER"),
                         help="two sweep (or results) directories training runs of the same names: each shared "
                              "run's accuracy in both and the difference")
@@ -650,6 +653,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", help="write the read-outs as JSON here")
     parser.add_argument("--markdown", action="store_true", help="also print the plain arm's table (markdown)")
     args = parser.parse_args(argv)
+    if args.primed and not args.chosen:  # the primed runs hold no ladder: nothing else says which rung counts
+        parser.error("--primed needs --chosen experiments/results/convergence/convergence.json (the plain "
+                     "ladders' multiples, at which the tuned re-runs train)")
     found = {}
     if args.data_scaling:
         rows = table.read(args.data_scaling)
@@ -674,12 +680,14 @@ def main(argv=None) -> int:
         found.update(knn_arm(args.knn_dino, args.knn_vit))
     if args.segmentation:
         found.update(segmentation_arm(args.segmentation))
+    chosen = None
+    if args.chosen:
+        with open(args.chosen) as f:
+            chosen = json.load(f)
     if args.convergence:
-        chosen = None
-        if args.chosen:
-            with open(args.chosen) as f:
-                chosen = json.load(f)
         found.update(converged_arm(merged_rows(args.convergence), chosen))
+    if args.primed:
+        found.update({f"{name}'": r for name, r in converged_arm(merged_rows(args.primed), chosen).items()})
     if args.sam_init:
         found.update(sam_init_arm(args.sam_init))
     if args.replicates:

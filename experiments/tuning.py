@@ -4,7 +4,10 @@ r"""Per-family optimiser tuning on the validation split (issue: both families ra
     vitjax sweep experiments/tuning.py:part=small --workdir runs/tuning   # 550 and 5.5k images, 24 runs
     vitjax sweep experiments/tuning.py:part=extend,from=runs/tuning --workdir runs/tuning  # past picked edges
     vitjax sweep experiments/tuning.py:part=large --workdir runs/tuning   # 55k: the pick and its neighbours
+    vitjax sweep experiments/tuning.py:part=between --workdir runs/tuning # 1.7k: the 550 and 5.5k picks
     python experiments/readouts.py --tuning runs/tuning                     # each family's pick per size
+    vitjax sweep experiments/tuning.py:part=primed,seed=0 --workdir runs/primed  # C1'-C4', one seed a part
+    python experiments/readouts.py --primed runs/primed --chosen experiments/results/convergence/convergence.json
 
 The grid, registered in experiments/README.md before any of its runs: learning rate 1e-3, 2e-3, 4e-3
 x decoupled weight decay 1e-4 (the configs' own, next to none: the update subtracts lr x wd x w)
@@ -16,8 +19,15 @@ for each pick on an edge, the grid's next point past that edge at the pick's oth
 past the lowest decay, 1e-4, which the registration does not extend). At 55k (`part=large`) the rate
 picked at 5.5k and its two grid neighbours train at the size's converged budget, seed 0. Test accuracy is never read.
 
+C1'-C4' re-run the converged arm's read-outs on the tuned optimisers (registered in experiments/README.md,
+"The tuned re-runs"): at 1.7k, which the grid skipped, `part=between` trains both neighbouring sizes'
+picks (seed 0, 1x) and validation chooses; `part=primed,seed=S` then trains seed S of each family at
+550, 1.7k, 5.5k and 55k with that size's pick, at the multiples the plain optimiser's ladders chose
+(convergence.json), the 1x rung beside (C4's). The picks come from the committed tables (`PICKS_FROM`),
+or from `from=DIR+DIR...`.
+
 Expected: ~80 min for part=small on 2 idle cores of this project's hosts (12 ViT runs ~2.5 min, 12 BiT
-~4 min, each 1,200 steps with validation every 100).
+~4 min, each 1,200 steps with validation every 100); part=primed ~65 min a seed (its 55k ViT trunk ~15 min).
 """
 import os
 
@@ -33,6 +43,10 @@ WEIGHT_DECAYS = (1e-4, 0.05)
 SMALL_SIZES = (550, 5_500)
 # The registered step past each edge a pick may sit on (readouts.tuning names the edges).
 EXTENSIONS = {"lowest lr": ("lr", 5e-4), "highest lr": ("lr", 8e-3), "highest wd": ("weight_decay", 0.3)}
+BETWEEN = {1_700: (550, 5_500)}  # a size the grid skipped: its neighbours' picks compete there
+PRIMED_SIZES = (550, 1_700, 5_500, 55_000)
+# The committed tables of every tuning part (experiments/README.md, Part 1c), where part=primed reads its picks.
+PICKS_FROM = tuple(os.path.join(_here, "results", "tuning", part) for part in ("", "large", "between"))
 BUDGET = f"1x budget ({_protocol.BUDGET.describe()}), warmup-stable-decay, seed 0"
 TITLE = "Per-family tuning on validation: learning rate x weight decay"
 FEWSHOT = None
@@ -62,6 +76,42 @@ def extension_runs(picks: dict) -> list:
     return runs
 
 
+def picks(directories) -> dict:
+    """readouts.tuning's picks over the finished runs of every directory that exists."""
+    readouts = load_module(os.path.join(_here, "readouts.py"))  # only here: it imports scipy
+    return readouts.tuning([row for d in directories if os.path.isdir(d) for row in table.read(d)])
+
+
+def _pick(found: dict, model: str, size: int) -> dict:
+    if f"{model}_n{size}" not in found:
+        part = "part=between" if size in BETWEEN else "part=small" if size in SMALL_SIZES else "part=large"
+        raise ValueError(f"no tuning pick for {model} at {size} images: run experiments/tuning.py:{part} and "
+                         f"commit its tables (or name its sweep directory with from=DIR)")
+    return found[f"{model}_n{size}"]["pick"]
+
+
+def between_runs(found: dict) -> list:
+    """At each size the grid skipped, both neighbouring sizes' picks for each family (one run if equal)."""
+    runs = []
+    for size, neighbours in BETWEEN.items():
+        for model in _ladder.MODELS:
+            settings = {(p["lr"], p["weight_decay"]) for p in (_pick(found, model, n) for n in neighbours)}
+            runs += [_run(model, size, lr, wd) for lr, wd in sorted(settings)]
+    return runs
+
+
+def primed_runs(found: dict, seed: int, chosen_file: str = _ladder.CHOSEN) -> list:
+    """Seed `seed` of C1'-C4': each family and size at its pick, at the converged multiple the plain
+    optimiser's ladders chose (`chosen_file`)."""
+    runs = []
+    for size in PRIMED_SIZES:
+        for model, config in _ladder.MODELS.items():
+            pick = _pick(found, model, size)
+            overrides = {**_protocol.overrides(size, seed), "lr": pick["lr"], "weight_decay": pick["weight_decay"]}
+            runs += _ladder.converged_runs(model, config, size, seed, chosen_file, overrides)
+    return runs
+
+
 def get_runs(arg=None):
     settings = dict(item.split("=", 1) for item in arg.split(",")) if arg else {}
     part = settings.get("part")
@@ -69,8 +119,10 @@ def get_runs(arg=None):
         return [_run(model, size, lr, wd) for size in SMALL_SIZES for model in _ladder.MODELS
                 for lr in RATES for wd in WEIGHT_DECAYS]
     if part == "extend":
-        readouts = load_module(os.path.join(_here, "readouts.py"))  # only here: it imports scipy
-        return extension_runs(readouts.tuning(table.read(settings["from"])))
+        return extension_runs(picks([settings["from"]]))
+    if part in ("between", "primed"):
+        found = picks(settings["from"].split("+") if "from" in settings else PICKS_FROM)
+        return between_runs(found) if part == "between" else primed_runs(found, int(settings.get("seed", 0)))
     if part == "large":
         # :part=large,vit_lr=...,bit_lr=...,wd_vit=...,wd_bit=...,multiple_vit=...,multiple_bit=...: the picks
         # at 5.5k and the 55k converged multiples, as experiments/README.md records them once known.
@@ -81,5 +133,6 @@ def get_runs(arg=None):
             runs += [_run(model, 55_000, rate, float(settings[f"wd_{model}"]), int(settings[f"multiple_{model}"]))
                      for rate in neighbours]
         return runs
-    raise ValueError("choose experiments/tuning.py:part=small, :part=extend,from=DIR, or :part=large with the "
-                     "picks (vit_lr=..,bit_lr=..,wd_vit=..,wd_bit=..,multiple_vit=..,multiple_bit=..)")
+    raise ValueError("choose experiments/tuning.py:part=small, :part=extend,from=DIR, :part=large with the "
+                     "picks (vit_lr=..,bit_lr=..,wd_vit=..,wd_bit=..,multiple_vit=..,multiple_bit=..), "
+                     ":part=between or :part=primed,seed=S")

@@ -468,6 +468,45 @@ def test_tuning_extends_the_grid_one_step_past_each_edge_a_pick_sits_on():
     assert (runs["bit_n550_lr0.008_wd0.0001"]["lr"], runs["bit_n550_lr0.008_wd0.0001"]["weight_decay"]) == (8e-3, 1e-4)
 
 
+def _picks(**sizes):
+    return {key: {"pick": {"lr": lr, "weight_decay": wd}, "edges": []} for key, (lr, wd) in sizes.items()}
+
+
+def test_a_size_the_grid_skipped_trains_both_neighbouring_picks():
+    found = _picks(vit_n550=(8e-3, 0.05), vit_n5500=(4e-3, 0.3), bit_n550=(4e-3, 0.3), bit_n5500=(4e-3, 0.3))
+    runs = {name: overrides for name, _, overrides in tuning_sweep.between_runs(found)}
+    assert sorted(runs) == ["bit_n1700_lr0.004_wd0.3", "vit_n1700_lr0.004_wd0.3", "vit_n1700_lr0.008_wd0.05"]
+    assert runs["vit_n1700_lr0.008_wd0.05"]["data.train_size"] == 1_700
+    assert runs["vit_n1700_lr0.008_wd0.05"]["total_steps"] == readouts.protocol.BUDGET.steps(1_700)
+
+
+def test_primed_runs_train_each_size_at_its_pick_and_the_ladders_multiple(tmp_path):
+    found = _picks(vit_n550=(8e-3, 0.05), vit_n1700=(4e-3, 0.3), vit_n5500=(4e-3, 0.3), vit_n55000=(2e-3, 0.3),
+                   bit_n550=(8e-3, 1e-4), bit_n1700=(4e-3, 0.3), bit_n5500=(4e-3, 0.3), bit_n55000=(4e-3, 0.3))
+    chosen = {f"{f}_n{n}": {"chosen": m} for f, n, m in (("vit", 550, 1), ("vit", 1_700, 1), ("vit", 5_500, 1),
+                                                          ("vit", 55_000, 2), ("bit", 550, 4), ("bit", 1_700, 1),
+                                                          ("bit", 5_500, 1), ("bit", 55_000, 1))}
+    json.dump(chosen, open(tmp_path / "convergence.json", "w"))
+    primed = tuning_sweep.primed_runs(found, seed=2, chosen_file=str(tmp_path / "convergence.json"))
+    runs = {name: overrides for name, _, overrides in primed}
+    # The ViT's 55k trunk at 2x with C4's 1x branched off it; the BiT's capped 550 at 4x with its 1x.
+    assert sorted(runs) == sorted(["vit_n550_s2_x1", "vit_n1700_s2_x1", "vit_n5500_s2_x1", "vit_n55000_s2_x2",
+                                   "vit_n55000_s2_x1", "bit_n550_s2_x4", "bit_n550_s2_x1", "bit_n1700_s2_x1",
+                                   "bit_n5500_s2_x1", "bit_n55000_s2_x1"])
+    assert (runs["vit_n55000_s2_x1"]["lr"], runs["vit_n55000_s2_x1"]["weight_decay"]) == (2e-3, 0.3)
+    assert runs["vit_n55000_s2_x1"]["branch_from"].endswith("vit_n55000_s2_x2")
+    assert (runs["bit_n550_s2_x4"]["lr"], runs["bit_n550_s2_x4"]["seed"], runs["bit_n550_s2_x4"]["data.subset_seed"]) \
+        == (8e-3, 2, 2)
+    with pytest.raises(ValueError, match="no tuning pick for vit at 1700 images: run experiments/tuning.py:part=between"):
+        tuning_sweep.primed_runs({k: v for k, v in found.items() if k != "vit_n1700"}, seed=0)
+
+
+def test_primed_read_outs_need_the_committed_ladder(capsys):
+    with pytest.raises(SystemExit):
+        readouts.main(["--primed", "runs/primed"])
+    assert "--primed needs --chosen" in capsys.readouterr().err
+
+
 def _sam_run(sweep_dir, arm, seed, miou, *, cpu="cpu A"):
     """A finished SAM run of experiments/sam_init.py: {'<group>_<prompt>': mIoU (0-1)} at best validation."""
     run_dir = os.path.join(sweep_dir, f"sam_{arm}_s{seed}")
