@@ -5,6 +5,7 @@ the benchmark measures what `vitjax train` runs. The batch is random and stays o
 throughput is measured separately (pipeline.py).
 """
 import dataclasses
+import re
 import time
 from typing import Any, Callable
 
@@ -63,10 +64,31 @@ def _memory(compiled) -> dict:
         "generated_code_size_in_bytes", "peak_memory_in_bytes") if hasattr(stats, name)}
 
 
+# Pixel ops that keep an image's shape: without TensorFlow, synthetic images keep theirs through them.
+_SHAPE_KEEPING_PP = re.compile(r"\s*(value_range\([^()]*\)\s*)?")
+
+
+def data_info(cfg) -> data.DataInfo:
+    """The DataInfo of data config `cfg`, as data.get_info reads it; without TensorFlow (a GPU image that
+    has none), that of synthetic data whose pp strings only rescale values, which is all the random
+    batches timed here need. Otherwise a ValueError names the fix."""
+    if data.tensorflow_installed():
+        return data.get_info(cfg)
+    if cfg.name != "synthetic" or cfg.train_size is not None or cfg.val_size or cfg.val_split or tuple(cfg.classes):
+        raise ValueError(f"without TensorFlow the benchmark takes synthetic data as it is (data.name "
+                         f"{cfg.name!r}, train_size/val_size/val_split/classes unset): install tensorflow-cpu")
+    for key in ("pp_train", "pp_eval"):
+        if not _SHAPE_KEEPING_PP.fullmatch(cfg[key]):
+            raise ValueError(f"data.{key} {cfg[key]!r}: without TensorFlow the benchmark applies no pp ops, so "
+                             f"only value_range(...) may be given (its shape is the image's); install tensorflow-cpu")
+    syn = cfg.synthetic
+    return data.DataInfo(syn.num_train, syn.num_test, syn.num_classes, tuple(syn.image_shape))
+
+
 def build(config, *, inference: bool = True, seed: int = 0, runtime=None) -> JaxModel:
     """Compiles the train step (and the forward pass) for `config` under `runtime` (the CLI's CPU choices,
     xla_cpu.Choices); nothing runs yet."""
-    p = trainer.plan(config, runtime)
+    p = trainer.plan(config, runtime, info=data_info(config.data))
     spec = trainer.state_spec(config, p)
     init_key, dropout_key = trainer.run_keys(config.seed)
     state = trainer.init_state(spec, init_key)

@@ -343,10 +343,18 @@ def _add_beside(summary: dict, jm, beside: dict, matmul, datasheet) -> None:
 
 
 def _check_args(args) -> None:
+    from vitjax import data
+
     if args.profile and args.compile_only:
         raise ValueError("--profile traces train steps, which --compile_only does not run; drop one of them")
     if args.profile_calls < 1:
         raise ValueError(f"--profile_calls {args.profile_calls}: trace at least 1 call")
+    if not data.tensorflow_installed():  # e.g. a GPU image without it; vitjax's own step needs none
+        needs = [flag for flag, given in (("the input pipeline", not args.no_pipeline),
+                                          ("--profile", args.profile)) if given]
+        if needs:
+            raise ValueError(f"{' and '.join(needs)} need{'s' if len(needs) == 1 else ''} TensorFlow, which is not installed: pip install "
+                             f"tensorflow-cpu, or pass --no_pipeline and no --profile")
     for item in args.against:  # before anything is compiled
         key, separator, _ = item.partition("=")
         if not separator or not key.strip():

@@ -1,5 +1,5 @@
 """The data config: its defaults, the check that turns a user's (possibly partial) config into a full one,
-and the error types of the data package.
+the error types of the data package, and `DataInfo`, what a checked config describes.
 
 The trainer embeds `default_config()` (vitjax/config.py's `data_defaults`) as `config.data`; tests and
 tools may pass a plain dict with only the fields they care about. Either way `resolve` fills in the
@@ -10,6 +10,7 @@ Both error types subclass built-in errors so callers may catch `ValueError` / `F
 importing vitjax; the subclasses exist so the CLI can tell "your data is wrong" apart from a bug in the code.
 """
 
+import dataclasses
 import difflib
 
 import ml_collections
@@ -24,6 +25,17 @@ class DataError(ValueError):
 
 class MissingDataError(FileNotFoundError):
     """Data that must be on disk (we never download at run time) is not there; the message says how to get it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DataInfo:
+    """What the model and trainer know of the data before any of it loads (sources.get_info makes it)."""
+
+    num_train: int  # Examples trained on: the train subset's size, never counting the validation split.
+    num_test: int
+    num_classes: int
+    image_shape: tuple  # (H, W, C) after preprocessing: what the model sees.
+    num_val: int = 0  # Examples of the validation split (data.val_size, or the size of data.val_split).
 
 
 def _suggest(key, known):

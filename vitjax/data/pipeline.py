@@ -1,5 +1,5 @@
-"""`train_batches` and `eval_batches`: per-process numpy batches, from an in-memory split or streamed; and
-`to_global` / `prefetch`, which turn them into global jax.Arrays.
+"""`train_batches` and `eval_batches`: per-process numpy batches, from an in-memory split or streamed
+(devices.py's `to_global` / `prefetch` turn them into global jax.Arrays).
 
 In memory (Fashion-MNIST, CIFAR, folders, npz, synthetic): each step's examples (`global_batch_indices`) and
 their augmentation uniforms (`batch_uniforms`) are picked in numpy, then one traced TF function runs the pp
@@ -7,13 +7,11 @@ ops on the batch. Everything is a function of (cfg, seed, step, global batch siz
 Large tfds datasets stream instead (`_streamed_train_batches`); their resume is approximate.
 """
 
-import collections
 import dataclasses
 import functools
 import itertools
 import math
 
-import jax
 import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -405,37 +403,3 @@ def train_dicts(numpy_batches, num_classes, cfg, seed, start_step):
         images, targets = mixing.apply(images, eye[labels], mix)
         yield {"image": images, "labels": targets}
 
-
-# Host numpy batches -> global jax.Arrays, and keeping a few of them on device ahead of the train step.
-
-def _shardings(batch, sharding):
-    """One sharding for every leaf, or a pytree of shardings shaped like the batch."""
-    if isinstance(sharding, jax.sharding.Sharding):
-        return jax.tree.map(lambda _: sharding, batch)
-    return sharding
-
-
-def to_global(batch, sharding):
-    """This process's numpy batch -> global jax.Arrays (each process passes its own rows, same sharding)."""
-    return jax.tree.map(jax.make_array_from_process_local_data, _shardings(batch, sharding), batch)
-
-
-def prefetch(iterator, sharding, size=2):
-    """Yields to_global(batch) for each batch of `iterator`, with `size` batches already sent to the devices.
-
-    Transfers are asynchronous, so while the model works on one batch the next ones are being copied.
-    """
-    queue = collections.deque()
-    iterator = iter(iterator)
-
-    def enqueue(n):
-        for batch in iter(lambda: next(iterator, None), None):
-            queue.append(to_global(batch, sharding))
-            n -= 1
-            if n <= 0:
-                return
-
-    enqueue(max(size, 1))
-    while queue:
-        yield queue.popleft()
-        enqueue(1)

@@ -19,7 +19,7 @@ import tensorflow as tf
 from vitjax import storage
 from vitjax.data import config as config_lib
 from vitjax.data import preprocess, tfds_source
-from vitjax.data.config import DataError, MissingDataError
+from vitjax.data.config import DataError, DataInfo, MissingDataError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -510,15 +510,6 @@ def _balanced_positions(permuted_labels, size, seed, num_classes, what, where):
 
 
 # `get_info`: what the model and trainer need to know about the data, checked before anything trains.
-
-@dataclasses.dataclass(frozen=True)
-class DataInfo:
-    num_train: int  # Examples trained on: the train subset's size, never counting the validation split.
-    num_test: int
-    num_classes: int
-    image_shape: tuple  # (H, W, C) after preprocessing: what the model sees.
-    num_val: int = 0  # Examples of the validation split (data.val_size, or the size of data.val_split).
-
 
 def get_info(cfg):
     """DataInfo of the data config `cfg`; raises DataError/MissingDataError for unusable data or configs."""

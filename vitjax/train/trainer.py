@@ -44,14 +44,16 @@ class Plan:
     runtime: xla_cpu.Choices  # the backend's runtime choices this plan applied (not config)
 
 
-def plan(config, runtime: xla_cpu.Choices | None = None, run_dir: str | None = None) -> Plan:
+def plan(config, runtime: xla_cpu.Choices | None = None, run_dir: str | None = None,
+         info: data.DataInfo | None = None) -> Plan:
     """Validates the config (checks.py), then against the data and devices; raises ValueError naming
     the fix. Writes nothing. `runtime`: the CLI's CPU choices (model kernels, XLA options), applied
     where the config sets none of its own. `run_dir`: the run it trains or reads, whose records an
-    objective may need (a moved teacher's model)."""
+    objective may need (a moved teacher's model). `info`: the data's DataInfo where the caller knows
+    it without reading the data (the benchmark's synthetic batches); None reads it (data.get_info)."""
     runtime = runtime or xla_cpu.Choices()
     checks.config(config)
-    info = data.get_info(config.data)
+    info = info or data.get_info(config.data)
     total = durations.steps_of(config, "total", num_train_examples=info.num_train,
                                batch_size=config.batch_size, required=True)
     warmup = durations.steps_of(config, "warmup", num_train_examples=info.num_train,
