@@ -16,8 +16,8 @@ from vitjax import models
 from vitjax.models import swin
 
 
-def _init(module, x, seed=0):
-    variables = jax.eval_shape(module.init, jax.random.key(seed), x)  # shapes only: nothing to compile
+def _init(module, *args, seed=0):
+    variables = jax.eval_shape(lambda key: module.init(key, *args), jax.random.key(seed))  # shapes only
     # Random values for every leaf (norm scales and the bias table too), so no term is left at 0 or 1.
     leaves, tree = jax.tree.flatten(nn.meta.unbox(variables))
     rng = np.random.RandomState(seed)
@@ -67,8 +67,10 @@ def _masked_full_attention(params, x, window, shift):
 def test_shifted_window_attention_equals_masked_full_attention(window, shift):
     attention = swin.WindowAttention(num_heads=2, window=window, shift=shift)
     x = _map(8, 8, 8)
-    params = _init(attention, x)["params"]
-    ours = jax.jit(attention.apply)({"params": params}, x)
+    windows = swin.to_windows(x, window, shift)
+    params = _init(attention, windows, (8, 8))["params"]
+    out = jax.jit(attention.apply, static_argnums=2)({"params": params}, windows, (8, 8))
+    ours = swin.from_windows(out, window, shift, 8, 8)
     reference = jax.jit(_masked_full_attention, static_argnums=(2, 3))(params, x, window, shift)
     np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-5)
 
@@ -77,12 +79,17 @@ def _changed_by_one_token(shift, token):
     """Which positions of a block's output change when the input at `token` does (8x8 map, window 4)."""
     block = swin.SwinBlock(num_heads=2, window=(4, 4), shift=shift, mlp_dim=16)
     x = _map(8, 8, 8)
-    params = _init(block, x)
+    params = _init(block, swin.to_windows(x, (4, 4), shift), (8, 8))
     # Not a constant across channels: the block's LayerNorms would remove it.
     other = x.copy()
     other[0, token[0], token[1]] += np.linspace(-1.0, 1.0, 8, dtype=np.float32)
-    apply = jax.jit(block.apply)
-    return np.abs(np.asarray(apply(params, other) - apply(params, x)))[0].max(-1) > 0
+
+    @jax.jit
+    def apply(image):  # the block on its windows, read back as a map
+        out = block.apply(params, swin.to_windows(image, (4, 4), shift), (8, 8))
+        return swin.from_windows(out, (4, 4), shift, 8, 8)
+
+    return np.abs(np.asarray(apply(other) - apply(x)))[0].max(-1) > 0
 
 
 def test_one_token_changes_only_its_window_in_a_regular_block():
@@ -97,6 +104,28 @@ def test_one_token_at_the_corner_of_a_shifted_block_reaches_only_its_region():
     expected = np.zeros((8, 8), bool)
     expected[0:2, 0:2] = True
     assert (_changed_by_one_token((2, 2), (0, 0)) == expected).all()
+
+
+@pytest.mark.parametrize("shift", [(2, 2), (2, 0), (0, 0)])
+def test_a_stage_keeping_its_tokens_in_windows_equals_blocks_each_on_the_map(shift):
+    # Four blocks (regular, shifted, regular, shifted): the stage moves tokens between the blocks' windows
+    # directly; here every block partitions the map into its own windows and merges them back.
+    stage = swin.SwinStage(num_heads=2, plan=swin.StagePlan((8, 8), (4, 4), shift), mlp_ratio=2.0,
+                           downsample=False, droppath_rates=(0.0,) * 4)
+    x = _map(8, 8, 8)
+    params = _init(stage, x)["params"]
+    ours = jax.jit(stage.apply)({"params": params}, x)
+
+    @jax.jit
+    def block_by_block(image):
+        for j in range(4):
+            block_shift = shift if j % 2 else (0, 0)
+            block = swin.SwinBlock(num_heads=2, window=(4, 4), shift=block_shift, mlp_dim=16)
+            out = block.apply({"params": params[f"block_{j}"]}, swin.to_windows(image, (4, 4), block_shift), (8, 8))
+            image = swin.from_windows(out, (4, 4), block_shift, 8, 8)
+        return image
+
+    np.testing.assert_allclose(ours, block_by_block(x), rtol=1e-6, atol=1e-6)
 
 
 def test_patch_merging_concatenates_neighbours_in_the_references_order():

@@ -93,6 +93,19 @@ def window_merge(windows, window, height: int, width: int):
     return x.reshape(batch, height, width, channels)
 
 
+def to_windows(x, window, shift):
+    """[b, H, W, c] -> the windows of a block with this `shift`: the map rolled back by it, partitioned."""
+    if any(shift):
+        x = jnp.roll(x, (-shift[0], -shift[1]), axis=(1, 2))
+    return window_partition(x, window)
+
+
+def from_windows(windows, window, shift, height: int, width: int):
+    """The inverse of `to_windows`: the windows merged into the map, the roll undone."""
+    x = window_merge(windows, window, height, width)
+    return jnp.roll(x, shift, axis=(1, 2)) if any(shift) else x
+
+
 def shift_mask(resolution, window, shift) -> np.ndarray:
     """[windows, n, n] float32 added to the scores of a shifted block: 0 where query and key lie in the
     same region of the rolled map, MASKED where the roll brought them together from opposite edges.
@@ -111,8 +124,10 @@ def shift_mask(resolution, window, shift) -> np.ndarray:
 
 
 class WindowAttention(nn.Module):
-    """Multi-head self-attention inside each window of a map, with a learned relative-position bias:
-    [b, H, W, c] -> [b, H, W, c]. With a `shift`, the windows are shifted (cyclic roll, mask, roll back).
+    """Multi-head self-attention inside each window, with a learned relative-position bias: the windows
+    of a block (`to_windows` of its map, at its `shift`) [b, windows, n, c] -> [b, windows, n, c]. A
+    shift masks the pairs the cyclic roll brought together from opposite edges of the map, whose
+    `resolution` (H, W) it needs.
 
     The projections are the ViT's (`query`, `key`, `value` kernels [c, heads, head_dim], `out`
     [heads, head_dim, c]), so its logical axis names apply; the bias table is
@@ -135,32 +150,31 @@ class WindowAttention(nn.Module):
         return jnp.take(table, relative_position_index(wh, ww), axis=0).transpose(2, 0, 1)
 
     @nn.compact
-    def __call__(self, x):
-        _, height, width, channels = x.shape
+    def __call__(self, windows, resolution):
+        channels = windows.shape[-1]
         check_heads(channels, self.num_heads)
         head_dim = channels // self.num_heads
         dtypes = dict(dtype=self.dtype, param_dtype=self.param_dtype)
-        shifted = any(self.shift)
-        if shifted:
-            x = jnp.roll(x, (-self.shift[0], -self.shift[1]), axis=(1, 2))
         projections = [HeadsProjection(self.num_heads, head_dim, name=name, **dtypes)
                        for name in ("query", "key", "value")]
         # [b, windows, n, heads, head_dim] each
-        query, key, value = fused_projections(window_partition(x, self.window), projections, self.dtype)
+        query, key, value = fused_projections(windows, projections, self.dtype)
         scores = jnp.einsum("bwqhd,bwkhd->bwhqk", query, key, preferred_element_type=jnp.float32)
         scores = scores * head_dim ** -0.5 + self._bias().astype(jnp.float32)
-        if shifted:  # [windows, 1, n, n]: the same for every head
-            scores = scores + jnp.asarray(shift_mask((height, width), self.window, self.shift))[:, None]
+        if any(self.shift):  # [windows, 1, n, n]: the same for every head
+            scores = scores + jnp.asarray(shift_mask(tuple(resolution), self.window, self.shift))[:, None]
         weights = jax.nn.softmax(scores, axis=-1)
         y = jnp.einsum("bwhqk,bwkhd->bwqhd", weights.astype(value.dtype), value)
-        y = window_merge(HeadsMerge(channels, name="out", **dtypes)(y), self.window, height, width)
-        return jnp.roll(y, self.shift, axis=(1, 2)) if shifted else y
+        return HeadsMerge(channels, name="out", **dtypes)(y)
 
 
 class SwinBlock(nn.Module):
     """Pre-norm (shifted-)window attention and MLP, each a residual branch with stochastic depth.
 
-    [b, H, W, c] -> [b, H, W, c]. A shift of (0, 0) gives regular windows.
+    Its input and output are the windows of its own `shift` ([b, windows, n, c], `to_windows`): the
+    norms and the MLP act on each token alone, so the block never needs the map's own layout (the stage
+    moves tokens between two blocks' windows once, rather than each block partitioning and merging).
+    A shift of (0, 0) gives regular windows.
     """
     num_heads: int
     window: tuple[int, int]
@@ -172,19 +186,19 @@ class SwinBlock(nn.Module):
     param_dtype: Any = jnp.float32
 
     @nn.compact
-    def __call__(self, x, droppath_rate=0.0):
-        batch, height, width, channels = x.shape
+    def __call__(self, windows, resolution, droppath_rate=0.0):
+        batch, count, tokens, channels = windows.shape
         dtypes = dict(dtype=self.dtype, param_dtype=self.param_dtype)
-        y = _norm("LayerNorm_0", **dtypes)(x)
-        y = WindowAttention(self.num_heads, self.window, self.shift, name="attention", **dtypes)(y)
+        y = _norm("LayerNorm_0", **dtypes)(windows)
+        y = WindowAttention(self.num_heads, self.window, self.shift, name="attention", **dtypes)(y, resolution)
         y = nn.Dropout(self.dropout_rate)(y, deterministic=self.deterministic)
-        x = x + DropPath(self.deterministic)(y, droppath_rate)
-        # The MLP acts on each token alone; as a sequence, its activations carry the ViT's logical names.
-        x = nn.with_logical_constraint(x.reshape(batch, height * width, channels), ("batch", "length", "embed"))
+        x = windows + DropPath(self.deterministic)(y, droppath_rate)
+        # As a sequence of tokens, the MLP's activations carry the ViT's logical names.
+        x = nn.with_logical_constraint(x.reshape(batch, count * tokens, channels), ("batch", "length", "embed"))
         y = MlpBlock(self.mlp_dim, self.dropout_rate, self.deterministic, name="MlpBlock_0", **dtypes)(
             _norm("LayerNorm_1", **dtypes)(x))
         x = x + DropPath(self.deterministic)(y, droppath_rate)
-        return x.reshape(batch, height, width, channels)
+        return x.reshape(batch, count, tokens, channels)
 
 
 def merge_neighbours(x):
@@ -217,7 +231,9 @@ class PatchMerging(nn.Module):
 
 class SwinStage(nn.Module):
     """Patch merging (every stage but the first) and `len(droppath_rates)` blocks, regular and shifted
-    windows in turn."""
+    windows in turn. [b, H, W, c] -> [b, H', W', c']; between its blocks the tokens stay in the windows'
+    layout, moved once where the shift changes (a step 1.03x faster than partitioning and merging in
+    every block, at the noise's edge: experiments/results/bench/README.md, "Swin's windows kept per stage")."""
     num_heads: int
     plan: StagePlan
     mlp_ratio: float
@@ -234,11 +250,17 @@ class SwinStage(nn.Module):
         if self.downsample:
             x = PatchMerging(name="downsample", **dtypes)(x)
         mlp_dim = int(x.shape[-1] * self.mlp_ratio)
+        height, width, window = x.shape[1], x.shape[2], self.plan.window
+        shift = (0, 0)
+        windows = to_windows(x, window, shift)
         for j, rate in enumerate(self.droppath_rates):
-            shift = self.plan.shift if j % 2 else (0, 0)
-            x = SwinBlock(self.num_heads, self.plan.window, shift, mlp_dim, self.dropout_rate,
-                          self.deterministic, name=f"block_{j}", **dtypes)(x, rate)
-        return x
+            block_shift = tuple(self.plan.shift) if j % 2 else (0, 0)
+            if block_shift != shift:  # from the last block's windows to this one's, one move per shift change
+                windows = to_windows(from_windows(windows, window, shift, height, width), window, block_shift)
+                shift = block_shift
+            windows = SwinBlock(self.num_heads, window, shift, mlp_dim, self.dropout_rate, self.deterministic,
+                                name=f"block_{j}", **dtypes)(windows, (height, width), rate)
+        return from_windows(windows, window, shift, height, width)
 
 
 def _axis_plan(size: int, patch: int, window: int, stages: int) -> list[tuple[int, int, int]] | None:
