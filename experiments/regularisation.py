@@ -2,11 +2,16 @@ r"""The regularisation arm at laptop scale: AugReg-style augmentation and regula
 families (Steiner et al. 2021), chosen on the validation split, then the data-scaling curve again.
 
     vitjax sweep experiments/regularisation.py:part=tune --workdir runs/regularisation_tune
+    vitjax sweep experiments/regularisation.py:part=extend --workdir runs/regularisation_extend
     vitjax sweep experiments/regularisation.py --workdir runs/regularisation
     vitjax plot runs/regularisation --out experiments/results/regularisation
 
 Part `tune` (6 runs, seed 0, 5.5k images): three strengths per family; the one with the best
 validation accuracy (never test) is written into CHOSEN below and committed with the tuning table.
+Part `extend` (4 runs, seed 0, 5.5k images): `tune` picked the weakest strength, an edge of its grid, for
+both families, so the grid goes one step past it, `lighter` (each of light's settings halved), beside a
+re-run of `light` on the same host and code; the higher validation accuracy picks (experiments/README.md,
+"The regularisation grid, extended past its edge", registered before its runs).
 Part `curve` (default): the chosen strength at every size of the plain arm with its paired seeds, for
 read-outs R1-R3 in experiments/README.md (the plain arm, experiments/data_scaling.py, is the control).
 
@@ -34,13 +39,18 @@ TUNE_SIZE = 5_500
 
 _SHARED = {"data.pp_train": "random_crop(28, pad=2)|value_range(-1, 1)", "label_smoothing": 0.1}
 STRENGTHS = {
+    "lighter": {"data.pp_train": "random_crop(28, pad=1)|value_range(-1, 1)", "label_smoothing": 0.05,
+                "data.mixup_alpha": 0.0, "weight_decay": 0.015},
     "light": {**_SHARED, "data.mixup_alpha": 0.0, "weight_decay": 0.03},
     "medium": {**_SHARED, "data.mixup_alpha": 0.2, "weight_decay": 0.1},
     "heavy": {**_SHARED, "data.mixup_alpha": 0.5, "weight_decay": 0.3},
 }
-VIT_ONLY = {"light": {"model.dropout_rate": 0.0, "model.droppath_rate": 0.05},
+VIT_ONLY = {"lighter": {"model.dropout_rate": 0.0, "model.droppath_rate": 0.025},
+            "light": {"model.dropout_rate": 0.0, "model.droppath_rate": 0.05},
             "medium": {"model.dropout_rate": 0.1, "model.droppath_rate": 0.1},
             "heavy": {"model.dropout_rate": 0.1, "model.droppath_rate": 0.2}}
+TUNED = ("light", "medium", "heavy")  # part tune's grid
+EXTENDED = ("light", "lighter")  # part extend: the pick at the grid's edge, re-run, and one step past it
 CHOSEN = {"vit": "light", "bit": "light"}  # part tune, best validation accuracy: experiments/results/regularisation_tune
 
 
@@ -48,10 +58,10 @@ def regularisation(family: str, strength: str) -> dict:
     return {**STRENGTHS[strength], **(VIT_ONLY[strength] if family == "vit" else {})}
 
 
-def _tune():
+def _at_tune_size(strengths) -> list:
     return [(f"{family}_{strength}_n{TUNE_SIZE}_s0", config,
              {**_protocol.overrides(TUNE_SIZE, 0), **regularisation(family, strength)})
-            for strength in STRENGTHS for family, config in MODELS.items()]
+            for strength in strengths for family, config in MODELS.items()]
 
 
 def _curve():
@@ -66,7 +76,7 @@ def _curve():
 
 def get_runs(arg=None):
     part = parse_arg(arg, part="curve").part
-    parts = {"tune": _tune, "curve": _curve}
+    parts = {"tune": lambda: _at_tune_size(TUNED), "extend": lambda: _at_tune_size(EXTENDED), "curve": _curve}
     if part not in parts:
         raise ValueError(f"part={part!r}; the parts are {', '.join(parts)}")
     return parts[part]()

@@ -1,0 +1,31 @@
+"""experiments/regularisation.py's parts: the registered grid, and its extension one step past the edge."""
+import os
+
+from vitjax.config import load_module
+
+from tests.paths import ROOT
+
+regularisation = load_module(os.path.join(ROOT, "experiments", "regularisation.py"))
+
+
+def _runs(part):
+    return {name: overrides for name, _, overrides in regularisation.get_runs(f"part={part}")}
+
+
+def test_the_tuning_grid_is_the_three_registered_strengths():
+    assert sorted(_runs("tune")) == sorted(f"{f}_{s}_n5500_s0" for f in ("vit", "bit") for s in ("light", "medium", "heavy"))
+
+
+def test_the_extension_reruns_light_beside_lighter_each_setting_halved():
+    runs = _runs("extend")
+    assert sorted(runs) == sorted(f"{f}_{s}_n5500_s0" for f in ("vit", "bit") for s in ("light", "lighter"))
+    for family in ("vit", "bit"):
+        light, lighter = runs[f"{family}_light_n5500_s0"], runs[f"{family}_lighter_n5500_s0"]
+        assert "pad=2" in light["data.pp_train"] and "pad=1" in lighter["data.pp_train"]
+        for key in ("label_smoothing", "weight_decay") + (("model.droppath_rate",) if family == "vit" else ()):
+            assert lighter[key] == light[key] / 2
+        assert lighter["data.mixup_alpha"] == light["data.mixup_alpha"] == 0.0
+        # Everything else (data size, seed, budget) is the pair's common protocol.
+        common = set(light) - {"data.pp_train", "label_smoothing", "weight_decay", "model.droppath_rate"}
+        assert {k: light[k] for k in common} == {k: lighter[k] for k in common}
+    assert runs["vit_light_n5500_s0"]["total_steps"] == 1_200 and runs["bit_light_n5500_s0"]["seed"] == 0
