@@ -52,7 +52,20 @@ def test_against_needs_key_equals_value_and_says_so_before_compiling(monkeypatch
     monkeypatch.setattr(jax_model, "build", no_compiling)
     with pytest.raises(SystemExit, match="KEY=VALUE"):
         cli.main(["bench", "--config", TINY, "--no_timm", "--against", "model.kernels"])
+    with pytest.raises(SystemExit, match="expected an int"):
+        cli.main(["bench", "--config", TINY, "--no_timm", "--against", "model.depth=x"])
+    with pytest.raises(SystemExit, match="batch_size=0"):
+        cli.main(["bench", "--config", TINY, "--no_timm", "--against", "batch_size=0"])
 
+
+
+@pytest.mark.parametrize("flags", [["--rounds", "0"], ["--seconds", "0"], ["--profile_calls", "0", "--profile", "d"]])
+def test_a_measurement_of_nothing_is_refused_before_compiling(monkeypatch, flags):
+    def no_compiling(*args, **kwargs):
+        raise AssertionError("compiled before checking the measurement's arguments")
+    monkeypatch.setattr(jax_model, "build", no_compiling)
+    with pytest.raises(SystemExit, match="at least 1"):
+        cli.main(["bench", "--config", TINY, "--no_timm", *flags])
 
 # --- One bench run, and what its figures must equal ----------------------------------------------
 

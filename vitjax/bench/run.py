@@ -154,6 +154,7 @@ def bench(args) -> dict:
     if config.model_name == "sam":
         return _bench_sam(args, config, overrides)
     beside_configs = {path: load_config(path) for path in args.beside}  # and in a --beside config
+    against_configs = _against_configs(config, args.against)  # and in an --against value
     if not args.no_timm:
         _load_torch_first(args.omp_wait_policy, "timm")
     import jax
@@ -184,7 +185,7 @@ def bench(args) -> dict:
     size = args.peak_size or size
     matmul = peak.matmul_workload(size, dtype)
     workloads = [matmul, jm.train] + ([jm.infer] if jm.infer else [])
-    variants = _variant_workloads(config, args.against, runtime)
+    variants = _variant_workloads(against_configs, runtime)
     beside = _beside_models(beside_configs, runtime)
     workloads += list(variants.values()) + [b.train for b in beside.values()]
     timm = _Timm()
@@ -300,20 +301,31 @@ def _describe_sam(model, dtype) -> str:
             f"{model.decoder_depth}")
 
 
-def _variant_workloads(config, against: list[str], runtime) -> dict:
-    """{'KEY=VALUE': the train-step workload of `config` with that override}, compiled as the trainer does."""
-    from vitjax.bench import jax_model
+def _against_configs(config, against: list[str]) -> dict:
+    """{'KEY=VALUE': `config` with that override}, each checked as the trainer checks a config, so that a
+    bad value fails before anything compiles."""
+    from vitjax.train import checks
 
     variants = {}
     for item in against:
         key, _, value = item.partition("=")  # checked by _check_args
-        variant = config.copy_and_resolve_references()
-        apply_overrides(variant, {key.strip(): value})
+        variants[item] = config.copy_and_resolve_references()
+        apply_overrides(variants[item], {key.strip(): value})
+        checks.config(variants[item])
+    return variants
+
+
+def _variant_workloads(variants: dict, runtime) -> dict:
+    """{'KEY=VALUE': the train-step workload of its config (_against_configs)}, compiled as the trainer does."""
+    from vitjax.bench import jax_model
+
+    workloads = {}
+    for item, variant in variants.items():
         _log(f"compiling the vitjax train step with {item} ...")
         workload = jax_model.build(variant, inference=False, runtime=runtime).train
         workload.name = f"vitjax train [{item}]"
-        variants[item] = workload
-    return variants
+        workloads[item] = workload
+    return workloads
 
 
 def _beside_models(configs: dict, runtime) -> dict:
@@ -349,6 +361,9 @@ def _check_args(args) -> None:
         raise ValueError("--profile traces train steps, which --compile_only does not run; drop one of them")
     if args.profile_calls < 1:
         raise ValueError(f"--profile_calls {args.profile_calls}: trace at least 1 call")
+    if args.rounds < 1 or not args.seconds > 0:  # nothing would be measured, yet a JSON of figures written
+        raise ValueError(f"--rounds {args.rounds} --seconds {args.seconds}: measure at least 1 round of more than "
+                         f"0 seconds (the defaults: --rounds 7 --seconds 2)")
     if not data.tensorflow_installed():  # e.g. a GPU image without it; vitjax's own step needs none
         needs = [flag for flag, given in (("the input pipeline", not args.no_pipeline),
                                           ("--profile", args.profile)) if given]
