@@ -16,18 +16,20 @@ Files, each importing only those above it: config.py (the config, the errors, Da
 batches onto the devices, JAX only); pp_ops.py (the preprocessing ops and their registry); preprocess.py
 (the pp string parser); tfds_source.py (tfds datasets, Fashion-MNIST offline); sources.py (in-memory
 splits, subsets, get_info); mixing.py (Mixup/CutMix); pipeline.py (batches, streamed or from memory).
-Only config.py and devices.py load with the package; the names of the others load TensorFlow on first use.
+Only config.py loads with the package; the others load on first use of their names (devices.py's with
+JAX, the rest with TensorFlow).
 """
 
 import importlib
 import importlib.util
 
 from vitjax.data.config import DataError, DataInfo, MissingDataError, default_config, has_validation
-from vitjax.data.devices import prefetch, to_global
 
-# The rest needs TensorFlow (~3 s to import) and loads on first use, so that what only moves batches or
-# reads DataInfo (the trainer's module, `vitjax bench` on synthetic batches) runs without TensorFlow.
-_LAZY = {"VAL": "pipeline", "EvalBatches": "pipeline", "eval_batches": "pipeline", "train_batches": "pipeline",
+# The rest loads on first use: devices.py needs JAX, the others TensorFlow (~3 s to import), so that
+# what only moves batches or reads DataInfo (the trainer's module, `vitjax bench` on synthetic batches)
+# runs without TensorFlow, and a command line checks its config before either starts.
+_LAZY = {"to_global": "devices", "prefetch": "devices",
+         "VAL": "pipeline", "EvalBatches": "pipeline", "eval_batches": "pipeline", "train_batches": "pipeline",
          "register_pp_op": ("pp_ops", "register"), "known_ops": "preprocess", "get_info": "sources",
          "prepare": "tfds_source"}
 
@@ -36,7 +38,8 @@ def __getattr__(name):
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module, attribute = _LAZY[name] if isinstance(_LAZY[name], tuple) else (_LAZY[name], name)
-    _keep_tensorflow_off_accelerators()
+    if module != "devices":
+        _keep_tensorflow_off_accelerators()
     value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
     globals()[name] = value
     return value
