@@ -44,6 +44,7 @@ SMALL_SIZES = (550, 5_500)
 # The registered step past each edge a pick may sit on (readouts.tuning names the edges).
 EXTENSIONS = {"lowest lr": ("lr", 5e-4), "highest lr": ("lr", 8e-3), "highest wd": ("weight_decay", 0.3)}
 BETWEEN = {1_700: (550, 5_500)}  # a size the grid skipped: its neighbours' picks compete there
+LARGE_SIZE, LARGE_RATES = 55_000, 3  # part=large: the 5.5k pick's rate and its two neighbours
 PRIMED_SIZES = (550, 1_700, 5_500, 55_000)
 # The committed tables of every tuning part (experiments/README.md, Part 1c), where part=primed reads its picks.
 PICKS_FROM = tuple(os.path.join(_here, "results", "tuning", part) for part in ("", "large", "between"))
@@ -87,7 +88,11 @@ def _pick(found: dict, model: str, size: int) -> dict:
         part = "part=between" if size in BETWEEN else "part=small" if size in SMALL_SIZES else "part=large"
         raise ValueError(f"no tuning pick for {model} at {size} images: run experiments/tuning.py:{part} and "
                          f"commit its tables (or name its sweep directory with from=DIR)")
-    return found[f"{model}_n{size}"]["pick"]
+    point = found[f"{model}_n{size}"]
+    if size == LARGE_SIZE and len(point["grid"]) < LARGE_RATES:  # a part cut short picks among too few
+        raise ValueError(f"the tuning at {size} images holds {len(point['grid'])} of {model}'s {LARGE_RATES} rates: "
+                         f"train the rest of experiments/tuning.py:part=large and commit its tables")
+    return point["pick"]
 
 
 def between_runs(found: dict) -> list:
@@ -130,7 +135,7 @@ def get_runs(arg=None):
         for model in _ladder.MODELS:
             lr = float(settings[f"{model}_lr"])
             neighbours = sorted({lr / 2, lr, lr * 2})
-            runs += [_run(model, 55_000, rate, float(settings[f"wd_{model}"]), int(settings[f"multiple_{model}"]))
+            runs += [_run(model, LARGE_SIZE, rate, float(settings[f"wd_{model}"]), int(settings[f"multiple_{model}"]))
                      for rate in neighbours]
         return runs
     raise ValueError("choose experiments/tuning.py:part=small, :part=extend,from=DIR, :part=large with the "

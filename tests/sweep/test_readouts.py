@@ -469,7 +469,10 @@ def test_tuning_extends_the_grid_one_step_past_each_edge_a_pick_sits_on():
 
 
 def _picks(**sizes):
-    return {key: {"pick": {"lr": lr, "weight_decay": wd}, "edges": []} for key, (lr, wd) in sizes.items()}
+    # At 55k the part's three rates, the pick among them.
+    return {key: {"pick": {"lr": lr, "weight_decay": wd}, "edges": [],
+                  "grid": [{"lr": rate, "weight_decay": wd} for rate in (lr / 2, lr, lr * 2)]}
+            for key, (lr, wd) in sizes.items()}
 
 
 def test_a_size_the_grid_skipped_trains_both_neighbouring_picks():
@@ -499,6 +502,9 @@ def test_primed_runs_train_each_size_at_its_pick_and_the_ladders_multiple(tmp_pa
         == (8e-3, 2, 2)
     with pytest.raises(ValueError, match="no tuning pick for vit at 1700 images: run experiments/tuning.py:part=between"):
         tuning_sweep.primed_runs({k: v for k, v in found.items() if k != "vit_n1700"}, seed=0)
+    cut_short = {**found, "bit_n55000": {**found["bit_n55000"], "grid": found["bit_n55000"]["grid"][:2]}}
+    with pytest.raises(ValueError, match="holds 2 of bit's 3 rates: train the rest of experiments/tuning.py:part=large"):
+        tuning_sweep.primed_runs(cut_short, seed=0, chosen_file=str(tmp_path / "convergence.json"))
 
 
 def test_primed_read_outs_need_the_committed_ladder(capsys):
