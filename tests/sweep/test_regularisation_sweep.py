@@ -13,7 +13,8 @@ def _runs(part):
 
 
 def test_the_tuning_grid_is_the_three_registered_strengths():
-    assert sorted(_runs("tune")) == sorted(f"{f}_{s}_n5500_s0" for f in ("vit", "bit") for s in ("light", "medium", "heavy"))
+    expected = [f"{f}_{s}_n5500_s0" for f in ("vit", "bit") for s in ("light", "medium", "heavy")]
+    assert sorted(_runs("tune")) == sorted(expected)
 
 
 def test_the_extension_reruns_light_beside_lighter_each_setting_halved():

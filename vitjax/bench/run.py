@@ -368,7 +368,8 @@ def _check_args(args) -> None:
         needs = [flag for flag, given in (("the input pipeline", not args.no_pipeline),
                                           ("--profile", args.profile)) if given]
         if needs:
-            raise ValueError(f"{' and '.join(needs)} need{'s' if len(needs) == 1 else ''} TensorFlow, which is not installed: pip install "
+            verb = "needs" if len(needs) == 1 else "need"
+            raise ValueError(f"{' and '.join(needs)} {verb} TensorFlow, which is not installed: pip install "
                              f"tensorflow-cpu, or pass --no_pipeline and no --profile")
     for item in args.against:  # before anything is compiled
         key, separator, _ = item.partition("=")
