@@ -27,7 +27,8 @@ ran on one host and code (seed 0's ladders did not); `:part=small` seeds 1-2 at 
 `:part=arm_seeds,arm=ARM` its other seeds at the multiples its ladders chose (R1c-R3c, M1c, M3c, D4c in
 experiments/README.md): ARM is `deit` (the augmented DeiT student at 55k), `size` (ViT width 32 and BiT
 root width 4 at 550 and 55k; the other widths, 64 and 8, are the plain configs, whose converged runs
-are C1-C4's) or `reg` (the regularisation arm at 550, 1.7k, 5.5k and 55k). Each arm's own sweep file
+are C1-C4's) or `reg` (the regularisation arm at 550, 1.7k, 5.5k and 55k, at the strength its extended
+grid picked). Each arm's own sweep file
 gives its runs at the protocol's budget; the ladder re-times them. Its table and figure:
 `python experiments/convergence_report.py runs/arms --out experiments/results/convergence/arms/ARM`,
 which is also where `:part=arm_seeds` reads the chosen multiples.
@@ -100,9 +101,9 @@ def converged_runs(model: str, config: str, size: int, seed: int, chosen_file: s
 # names that train: the model-size arm's default widths are the plain configs, laddered as C1-C4's).
 ARMS = {"deit": ("swin_deit.py", "part=deit_aug", (55_000,), ("deitaug",)),
         "size": ("model_size.py", "part=small", (550, 55_000), ("vit_w32", "bit_w4")),
-        "reg": ("regularisation.py", "part=curve", (550, 1_700, 5_500, 55_000), ("vit_light", "bit_light"))}
+        "reg": ("regularisation.py", "part=converged", (550, 1_700, 5_500, 55_000), ("vit_lighter", "bit_lighter"))}
 ARM_LABELS = {"deitaug": "DeiT + augmentation", "vit_w32": "ViT width 32", "bit_w4": "BiT width 4",
-              "vit_light": "ViT regularised", "bit_light": "BiT regularised"}
+              "vit_lighter": "ViT regularised (lighter)", "bit_lighter": "BiT regularised (lighter)"}
 
 
 def arm_chosen_file(arm: str) -> str:

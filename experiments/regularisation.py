@@ -14,6 +14,8 @@ re-run of `light` on the same host and code; the higher validation accuracy pick
 "The regularisation grid, extended past its edge", registered before its runs).
 Part `curve` (default): the chosen strength at every size of the plain arm with its paired seeds, for
 read-outs R1-R3 in experiments/README.md (the plain arm, experiments/data_scaling.py, is the control).
+Part `converged`: the same runs at the extension's pick (EXTENDED_CHOSEN), which the arm's ladders
+(experiments/convergence.py:part=arm,arm=reg; R1c-R3c) re-time; R1-R3 stay decided on CHOSEN.
 
 Strengths (the same for both families except dropout and stochastic depth, which only the ViT has):
 2-pixel random crops without flips (Fashion-MNIST's shoes all face one way), label smoothing 0.1,
@@ -52,6 +54,8 @@ VIT_ONLY = {"lighter": {"model.dropout_rate": 0.0, "model.droppath_rate": 0.025}
 TUNED = ("light", "medium", "heavy")  # part tune's grid
 EXTENDED = ("light", "lighter")  # part extend: the pick at the grid's edge, re-run, and one step past it
 CHOSEN = {"vit": "light", "bit": "light"}  # part tune, best validation accuracy: experiments/results/regularisation_tune
+# part extend, best validation accuracy (experiments/results/regularisation_extend): both on the edge again.
+EXTENDED_CHOSEN = {"vit": "lighter", "bit": "lighter"}
 
 
 def regularisation(family: str, strength: str) -> dict:
@@ -64,19 +68,16 @@ def _at_tune_size(strengths) -> list:
             for strength in strengths for family, config in MODELS.items()]
 
 
-def _curve():
-    missing = [family for family, strength in CHOSEN.items() if strength is None]
-    if missing:
-        raise ValueError(f"no strength chosen yet for {', '.join(missing)}: run part=tune first and set CHOSEN "
-                         f"in {__file__} from its validation accuracies")
-    return [(f"{family}_{CHOSEN[family]}_n{size}_s{seed}", config,
-             {**_protocol.overrides(size, seed), **regularisation(family, CHOSEN[family])})
+def _curve(chosen: dict) -> list:
+    return [(f"{family}_{chosen[family]}_n{size}_s{seed}", config,
+             {**_protocol.overrides(size, seed), **regularisation(family, chosen[family])})
             for size in _protocol.SIZES for seed in _protocol.seeds(size) for family, config in MODELS.items()]
 
 
 def get_runs(arg=None):
     part = parse_arg(arg, part="curve").part
-    parts = {"tune": lambda: _at_tune_size(TUNED), "extend": lambda: _at_tune_size(EXTENDED), "curve": _curve}
+    parts = {"tune": lambda: _at_tune_size(TUNED), "extend": lambda: _at_tune_size(EXTENDED),
+             "curve": lambda: _curve(CHOSEN), "converged": lambda: _curve(EXTENDED_CHOSEN)}
     if part not in parts:
         raise ValueError(f"part={part!r}; the parts are {', '.join(parts)}")
     return parts[part]()

@@ -108,7 +108,7 @@ def test_an_arms_ladders_are_its_own_sweep_files_runs_retimed():
     assert size["vit_w32_n550_s0_x4"]["model.width"] == 32 and size["bit_w4_n55000_s0_x4"]["model.width"] == 4
     reg = {r.name: r.overrides for r in
            spec.load(os.path.join(ROOT, "experiments", "convergence.py") + ":part=arm,arm=reg").runs}
-    assert len(reg) == 2 * 4 * 3 and reg["vit_light_n1700_s0_x4"]["label_smoothing"] == 0.1
+    assert len(reg) == 2 * 4 * 3 and reg["vit_lighter_n1700_s0_x4"]["label_smoothing"] == 0.05
 
 
 def test_an_arms_other_seeds_train_at_the_multiple_its_ladder_chose(tmp_path, monkeypatch):

@@ -1,4 +1,5 @@
 """experiments/regularisation.py's parts: the registered grid, and its extension one step past the edge."""
+import csv
 import os
 
 from vitjax.config import load_module
@@ -30,3 +31,21 @@ def test_the_extension_reruns_light_beside_lighter_each_setting_halved():
         common = set(light) - {"data.pp_train", "label_smoothing", "weight_decay", "model.droppath_rate"}
         assert {k: light[k] for k in common} == {k: lighter[k] for k in common}
     assert runs["vit_light_n5500_s0"]["total_steps"] == 1_200 and runs["bit_light_n5500_s0"]["seed"] == 0
+
+
+def test_the_converged_arm_trains_the_extensions_committed_pick_and_the_curve_stays_on_part_tunes():
+    """R1-R3 were decided on part tune's pick; the ladders (R1c-R3c) take part extend's, read here off its
+    committed table: the higher best-validation accuracy of each family's pair."""
+    with open(os.path.join(ROOT, "experiments", "results", "regularisation_extend", "results.csv")) as f:
+        rows = list(csv.DictReader(f))
+    for family in ("vit", "bit"):
+        pair = {r["name"].split("_")[1]: float(r["best_val_accuracy"]) for r in rows if r["family"] == family}
+        assert sorted(pair) == ["light", "lighter"]
+        assert regularisation.EXTENDED_CHOSEN[family] == max(pair, key=pair.get)
+    curve, converged = _runs("curve"), _runs("converged")
+    assert {name.split("_")[1] for name in curve} == {"light"}
+    assert len(converged) == len(curve)
+    for name, overrides in curve.items():
+        family = name.split("_")[0]
+        twin = converged[name.replace("_light_", f"_{regularisation.EXTENDED_CHOSEN[family]}_")]
+        assert twin == {**overrides, **regularisation.regularisation(family, regularisation.EXTENDED_CHOSEN[family])}
