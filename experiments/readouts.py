@@ -9,6 +9,8 @@ r"""Decides the study's pre-registered read-outs (experiments/README.md) from th
         [--knn_dino DINO_RUN --knn_vit VIT_RUN ...] [--segmentation DINO_ANALYSIS/cls_segmentation.json] \
         [--sam_init runs/sam_init ...] \
         --out experiments/results/readouts.json
+    python experiments/readouts.py --convergence DIR... --chosen experiments/results/convergence/convergence.json \
+        [--primed DIR...] [--arms reg=DIR+DIR size=DIR deit=DIR]
 
 Each read-out is a quantity Q in accuracy points, predicted Q > 0, with threshold
 tau = max(2 SE, 0.5 points): **holds** when Q > tau, **fails** when Q < -tau, else **inconclusive**.
@@ -21,7 +23,9 @@ subsets are nested across sizes); otherwise each term's mean and SE are combined
 whose sweep is missing from the command line, or whose sizes it does not have yet, are listed as not
 run. U4 pairs k-NN accuracies by the memory bank's subset seed; U5 is in Jaccard units, paired by test
 image, with a floor of 0.02. I1-I6 (experiments/sam_init.py) are in mIoU points (100 x mIoU), paired
-by seed, with a floor of SAM_FLOOR (1 point).
+by seed, with a floor of SAM_FLOOR (1 point). C1-C4 (and the tuned C1'-C4') read the budget ladders of
+experiments/convergence.py at each family's converged multiple; R1c-R3c, M1c, M3c and D4c the same
+formulas as R1-R3, M1, M3 and D4 on the budget-dependent arms' ladders at theirs (`--arms`).
 """
 import argparse
 import glob
@@ -569,6 +573,52 @@ def converged_arm(rows, chosen_ladders: dict | None = None) -> dict:
     return dict(sorted(found.items()))
 
 
+def at_chosen(rows, chosen_ladders: dict) -> list[dict]:
+    """The finished ladder runs at their ladder's chosen multiple (`chosen_ladders`: convergence()'s
+    output or a committed convergence.json), every seed: a converged arm as one sweep's table, whose rows
+    keep their model family ('vit' for the 'vit_lighter' ladder), as the protocol-budget formulas read them."""
+    chosen = {(c["family"], c["size"]): c["chosen"] for c in chosen_ladders.values()}
+    return [r for (ladder, size), by_seed in ladders(rows).items() for by_m in by_seed.values()
+            for m, r in by_m.items() if m == chosen.get((ladder, size))]
+
+
+# The arms whose read-outs depend on the budget, re-decided at converged budgets (R1c-R3c, M1c, M3c, D4c):
+# arm: (its read-outs, their formulas on (arm rows, plain rows), the (family, size) runs they read of the
+# arm and of the plain arm).
+_BOTH = ("vit", "bit")
+BUDGET_ARMS = {
+    "reg": (("R1", "R2", "R3"), regularisation_arm,
+            [(f, n) for f in _BOTH for n in (*SMALL, 55_000)], [(f, n) for f in _BOTH for n in (*SMALL, 55_000)]),
+    "size": (("M1", "M3"), lambda arm, plain: model_size_arm(arm + plain),
+             [(f, n) for f in _BOTH for n in (550, 55_000)], [(f, n) for f in _BOTH for n in (550, 55_000)]),
+    "deit": (("D4",), lambda arm, plain: deit_arm([], arm, plain), [("deit", 55_000)], [("bit", 55_000)]),
+}
+
+
+def budget_arm(arm: str, arm_rows, plain_rows) -> dict:
+    """`arm`'s read-outs at converged budgets, each name with a 'c' (R1c...), from both arms' runs at their
+    chosen multiples (at_chosen); {} until every run they read has finished. Every seed's runs, the arm's
+    and the plain arm's, must share one pair_key, else each read-out is 'not pairable'. M2 is not
+    re-decided (experiments/README.md)."""
+    names, formulas, arm_needs, plain_needs = BUDGET_ARMS[arm]
+
+    def used(rows, needs):
+        return [r for r in rows if r.get("status") == "finished" and (r["family"], r["train_size"]) in needs]
+    arm_used, plain_used = used(arm_rows, arm_needs), used(plain_rows, plain_needs)
+    if not set(arm_needs) <= {(r["family"], r["train_size"]) for r in arm_used} or \
+            not set(plain_needs) <= {(r["family"], r["train_size"]) for r in plain_used}:
+        return {}
+    try:
+        check_pairable(arm_used + plain_used)
+    except ValueError as error:
+        return {f"{name}c": {"verdict": "not pairable", "verdict_t": "not pairable", "why": str(error)}
+                for name in names}
+    decided = formulas(arm_used, plain_used)
+    # M3 has its own rule (FLOPs at a target accuracy), not a Q against an SE: one seed leaves it decided.
+    return {f"{name}c": decided[name] if name == "M3" else _provisional_without_spread(decided[name])
+            for name in names}
+
+
 def _provisional_without_spread(decided: dict) -> dict:
     if decided.get("df") is None:
         decided["verdict"] = decided["verdict_t"] = "provisional (n = 1)"
@@ -624,7 +674,7 @@ def _numbers(r: dict) -> str:
     return f"Q = {r['q']:+.2f}, tau = {r['tau']:.2f}, tau_t = {tau_t} ({r['how']})"
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data_scaling", help="the plain arm's sweep (or results) directory")
     for arm in ("regularisation", "model_size", "transfer", "swin", "deit", "deit_aug"):
@@ -649,10 +699,44 @@ def main(argv=None) -> int:
                              "run's accuracy in both and the difference")
     parser.add_argument("--sam_init", nargs="+", help="directories holding experiments/sam_init.py's SAM run "
                                                       "directories (a sweep workdir, its parts): I1-I6")
+    parser.add_argument("--arms", nargs="+", metavar="ARM=DIR[+DIR...]",
+                        help="experiments/convergence.py:part=arm(_seeds),arm=ARM's sweep (or results) directories, "
+                             f"ARM one of {', '.join(BUDGET_ARMS)}: its read-outs at converged budgets (R1c...) "
+                             "against --convergence's, each arm at the multiples of its own seed-0 ladders")
     parser.add_argument("--tuning", help="experiments/tuning.py's sweep (or results) directory: each family's pick")
     parser.add_argument("--out", help="write the read-outs as JSON here")
     parser.add_argument("--markdown", action="store_true", help="also print the plain arm's table (markdown)")
+    return parser
+
+
+def budget_arms(arm_dirs: dict, plain_rows, chosen: dict | None) -> dict:
+    """R1c... from {arm: its sweep directories} and the converged plain arm's rows (at its ladders'
+    multiples `chosen`, else its own seed-0 ladders'); each arm at its own seed-0 ladders' multiples."""
+    plain = at_chosen(plain_rows, convergence(plain_rows) if chosen is None else chosen)
+    found = {}
+    for arm, dirs in arm_dirs.items():
+        rows = merged_rows(dirs)
+        found.update(budget_arm(arm, at_chosen(rows, convergence(rows)), plain))
+    return found
+
+
+def _arm_dirs(parser, specs) -> dict:
+    """--arms' ARM=DIR+DIR... as {arm: [dirs]}; a wrong spelling is the parser's error."""
+    found = {}
+    for spec in specs or ():
+        arm, _, dirs = spec.partition("=")
+        if arm not in BUDGET_ARMS or not dirs:
+            parser.error(f"--arms {spec!r}: give ARM=DIR[+DIR...], ARM one of {', '.join(BUDGET_ARMS)}")
+        found[arm] = dirs.split("+")
+    return found
+
+
+def main(argv=None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
+    arm_dirs = _arm_dirs(parser, args.arms)
+    if arm_dirs and not args.convergence:
+        parser.error("--arms needs --convergence (the converged plain arm, the control of every arm)")
     if args.primed and not args.chosen:  # the primed runs hold no ladder: nothing else says which rung counts
         parser.error("--primed needs --chosen experiments/results/convergence/convergence.json (the plain "
                      "ladders' multiples, at which the tuned re-runs train)")
@@ -686,6 +770,7 @@ def main(argv=None) -> int:
             chosen = json.load(f)
     if args.convergence:
         found.update(converged_arm(merged_rows(args.convergence), chosen))
+        found.update(budget_arms(arm_dirs, merged_rows(args.convergence), chosen))
     if args.primed:
         found.update({f"{name}'": r for name, r in converged_arm(merged_rows(args.primed), chosen).items()})
     if args.sam_init:

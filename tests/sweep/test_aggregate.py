@@ -72,6 +72,18 @@ def test_students_of_their_own_seeds_teacher_form_one_group_and_two_teachers_at_
         aggregate.groups(rows + [_student("other_s0", 0, "elsewhere/bit_s0.npz")])
 
 
+def test_a_rung_branched_off_a_trunk_groups_with_another_seeds_run_trained_whole():
+    """Seed 0's 2x rung was a cooldown branched off its 4x trunk; seed 1 trained 2x as its own trunk,
+    keeping the 1x branch step: one budget, one group. Another budget stays apart."""
+    branched, whole, longer = (_row("v_s0_x2", "vit", 500, 0, 0.5), _row("v_s1_x2", "vit", 500, 1, 0.6),
+                               _row("v_s0_x4", "vit", 500, 0, 0.7))
+    branched["config"].update(total_steps=200, branch_from="runs/v_s0_x4")
+    whole["config"].update(total_steps=200, keep_checkpoint_steps=(80,))
+    longer["config"].update(total_steps=400, keep_checkpoint_steps=(80, 160))
+    groups = sorted(g["runs"] for g in aggregate.groups([branched, whole, longer]))
+    assert groups == [["v_s0_x2", "v_s1_x2"], ["v_s0_x4"]]
+
+
 def test_a_key_one_run_lacks_counts_as_its_default():
     # A run recorded before vitjax gained `objective` trained as its default, 'supervised', does.
     old, new, other = (_row("a0", "vit", 500, 0, 0.5), _row("a1", "vit", 500, 1, 0.6),

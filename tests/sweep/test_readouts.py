@@ -578,3 +578,88 @@ def test_an_arms_ladder_is_chosen_apart_from_its_familys():
     found = readouts.convergence(rows)
     assert found["vit_w32_n550"]["chosen"] == 2 and found["vit_w32_n550"]["model_family"] == "vit"
     assert found["vit_n550"]["chosen"] == 1  # the plain ViT's ladder is unchanged by the arm's
+
+
+def _ladders(ladder, family, rungs_by_size, seeds=(0, 1), key="host A", width=None):
+    """Every rung of `ladder` ({size: {multiple: validation}}) for each seed, shorter rungs branched off the
+    longest as the ladders train them; test = validation - 0.5 + 0.1 x seed; the model's width and FLOPs
+    (1 per step) where the model-size read-outs read them."""
+    rows = []
+    for seed in seeds:
+        for size, rungs in rungs_by_size.items():
+            for m, val in rungs.items():
+                r = {**ladder_row(ladder, size, seed, m, val, val - 0.5 + 0.1 * seed, key=key), "family": family}
+                trunk = f"runs/{ladder}_n{size}_s{seed}_x{max(rungs)}"
+                r["config"] = {"model": {"width": width}, "total_steps": r["steps"],
+                               **({"branch_from": trunk} if m < max(rungs) else {"keep_checkpoint_steps": (1, 2)})}
+                r["train_flops"] = float(r["steps"])
+                rows.append(r)
+    return rows
+
+
+_PLAIN_VIT = {n: {1: 70.0, 2: 70.2, 4: 70.1} for n in (550, 1_700, 5_500)} | {55_000: {1: 80.0, 2: 82.0, 4: 84.0}}
+_PLAIN_BIT = {n: {1: 73.0, 2: 73.1, 4: 73.0} for n in (550, 1_700, 5_500)} | {55_000: {1: 85.0, 2: 85.3, 4: 85.4}}
+
+
+def _plain(key="host A"):
+    """Chosen: the ViT at 1x below 55k and 4x (capped) at 55k, the BiT at 1x everywhere."""
+    return readouts.at_chosen(*(lambda rows: (rows, readouts.convergence(rows)))(
+        _ladders("vit", "vit", _PLAIN_VIT, key=key, width=64) + _ladders("bit", "bit", _PLAIN_BIT, key=key, width=8)))
+
+
+def _arm(rows):
+    return readouts.at_chosen(rows, readouts.convergence(rows))
+
+
+def test_the_regularisation_arm_is_read_at_each_ladders_own_converged_rung():
+    vit = {n: {1: 74.0, 2: 76.0, 4: 76.2} for n in (550, 1_700, 5_500)} | {55_000: {1: 83.0, 2: 84.6, 4: 84.8}}
+    bit = {n: {1: 74.0, 2: 74.1, 4: 74.0} for n in (550, 1_700, 5_500)} | {55_000: {1: 86.0, 2: 86.1, 4: 86.0}}
+    arm = _ladders("vit_lighter", "vit", vit) + _ladders("bit_lighter", "bit", bit)
+    found = readouts.budget_arm("reg", _arm(arm), _plain())
+    assert sorted(found) == ["R1c", "R2c", "R3c"]
+    # At the chosen rungs (the regularised ViT 2x, the plain ViT 1x below 55k, 4x at it; both BiTs 1x):
+    # lifts ViT 76 - 70 = 6 below 55k and 84.6 - 84 = 0.6 at it, BiT 74 - 73 = 1.
+    assert found["R1c"]["q"] == pytest.approx(6.0 - 1.0) and found["R1c"]["df"] == 1
+    assert found["R2c"]["q"] == pytest.approx(6.0 - 0.6) and found["R2c"]["verdict"] == "holds"
+    assert found["R3c"]["q"] == pytest.approx(76.0 - 84.0) and found["R3c"]["verdict_t"] == "fails"
+    # At the protocol's budget (every 1x rung) the same tables read otherwise: the choice of rung counts.
+    at_1x = [r for r in arm + _ladders("vit", "vit", _PLAIN_VIT) + _ladders("bit", "bit", _PLAIN_BIT)
+             if r["steps"] == readouts.protocol.BUDGET.steps(r["train_size"])]
+    assert readouts.regularisation_arm([r for r in at_1x if "lighter" in r["name"]],
+                                       [r for r in at_1x if "lighter" not in r["name"]])["R3"]["q"] == pytest.approx(-6.0)
+
+
+def test_an_arm_waits_for_its_runs_and_never_pairs_a_seed_across_hosts():
+    vit = {n: {1: 74.0, 2: 76.0, 4: 76.2} for n in (550, 1_700, 5_500, 55_000)}
+    bit = {n: {1: 74.0, 2: 74.1, 4: 74.0} for n in (550, 1_700, 5_500)}
+    assert readouts.budget_arm("reg", _arm(_ladders("vit_lighter", "vit", vit) + _ladders("bit_lighter", "bit", bit)),
+                               _plain()) == {}  # the regularised BiT at 55k has not run
+    bit[55_000] = {1: 86.0, 2: 86.1, 4: 86.0}
+    arm = _ladders("vit_lighter", "vit", vit) + _ladders("bit_lighter", "bit", bit, key="host B")
+    found = readouts.budget_arm("reg", _arm(arm), _plain())
+    assert sorted(found) == ["R1c", "R2c", "R3c"] and all(r["verdict"] == r["verdict_t"] == "not pairable"
+                                                          for r in found.values())
+
+
+def test_the_model_size_and_deit_arms_at_converged_budgets():
+    narrow_vit = _ladders("vit_w32", "vit", {550: {1: 66.0, 2: 66.1, 4: 66.0}, 55_000: {1: 78.0, 2: 81.0, 4: 81.2}},
+                          width=32)
+    narrow_bit = _ladders("bit_w4", "bit", {550: {1: 72.0, 2: 72.1, 4: 72.0}, 55_000: {1: 84.0, 2: 84.1, 4: 84.0}},
+                          width=4)
+    found = readouts.budget_arm("size", _arm(narrow_vit + narrow_bit), _plain())
+    assert sorted(found) == ["M1c", "M3c"]  # M2 is not re-decided
+    # D_ViT = width 64 minus width 32: 70 - 66 = 4 at 550 (both 1x), 84 - 81 = 3 at 55k (4x against 2x).
+    assert found["M1c"]["q"] == pytest.approx(3.0 - 4.0)
+    # M3c counts each chosen rung's steps: the plain ViT's 4x rung against the narrow BiT's 1x.
+    assert found["M3c"]["points"]["vit"][1]["train_flops"] == 4 * readouts.protocol.BUDGET.steps(55_000)
+    deit = _ladders("deitaug", "deit", {55_000: {1: 84.0, 2: 85.0, 4: 85.2}})
+    d4 = readouts.budget_arm("deit", _arm(deit), _plain())
+    assert d4.keys() == {"D4c"} and d4["D4c"]["q"] == pytest.approx(85.0 - 85.0)
+
+
+def test_the_arms_on_the_command_line_need_the_plain_arm_and_a_known_name(capsys):
+    for argv, message in ((["--arms", "reg=runs/a"], "--arms needs --convergence"),
+                          (["--convergence", "runs/c", "--arms", "regularisation=runs/a"], "ARM one of reg, size, deit")):
+        with pytest.raises(SystemExit):
+            readouts.main(argv)
+        assert message in capsys.readouterr().err

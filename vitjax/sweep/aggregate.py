@@ -3,7 +3,8 @@
 A sweep repeats each setting with several training seeds (config `seed` and `data.subset_seed` both set
 to the seed, so model families see the same subsets seed by seed). `groups` gathers the finished runs
 whose configs are equal except for those two keys, the inputs paired with them (SEED_PAIRED_KEYS: a
-DeiT student's teacher of its own seed) and `mesh.*` (the device layout) into one group, by
+DeiT student's teacher of its own seed), how a run reached its steps (TRAJECTORY_KEYS: branched off a
+trunk or not) and `mesh.*` (the device layout) into one group, by
 the configs recorded in the table's rows, never by run names, so a run named anything still lands in
 its setting's group. Each group (a row of DIR/summary.csv) holds
 
@@ -36,6 +37,10 @@ SEED_KEYS = ("seed", "data.subset_seed")  # what differs between the runs of one
 # subset): they differ between a group's runs as the seed does. Two of a group's runs with one seed and
 # different such inputs are an error (`groups`), never averaged.
 SEED_PAIRED_KEYS = ("distillation.teacher",)
+# How a run reached its steps, not what it trained: a rung branched off a trunk's checkpoint trains what
+# the same config trains from step zero (tests/train/test_branch.py), so a seed's branched rung and
+# another seed's unbranched run of one budget are one group.
+TRAJECTORY_KEYS = ("branch_from", "keep_checkpoint_steps")
 METRICS = ("accuracy", "best_val_accuracy", "test_accuracy")
 SHARED = ("family", "model", "patch_size", "train_size", "params", "flops_per_step", "image_shape")
 MEANS = ("train_flops", "examples_seen", "steps", "img_per_sec")
@@ -51,7 +56,8 @@ def comparable(config: dict | None) -> dict:
 def group_key(config: dict) -> str:
     """What runs of one group share: the comparable config without the seed keys and mesh.*."""
     flat = comparable(config)
-    kept = {k: v for k, v in flat.items() if k not in SEED_KEYS + SEED_PAIRED_KEYS and not k.startswith("mesh.")}
+    kept = {k: v for k, v in flat.items()
+            if k not in SEED_KEYS + SEED_PAIRED_KEYS + TRAJECTORY_KEYS and not k.startswith("mesh.")}
     return json.dumps(kept, sort_keys=True, default=str)
 
 
@@ -88,7 +94,7 @@ def _mean(values):
 def _config_without_seeds(config: dict) -> dict:
     """The group's config: a member's, without the keys that differ between members."""
     config = copy.deepcopy(config or {})
-    for dotted in SEED_KEYS + SEED_PAIRED_KEYS:
+    for dotted in SEED_KEYS + SEED_PAIRED_KEYS + TRAJECTORY_KEYS:
         *parents, leaf = dotted.split(".")
         node = config
         for part in parents:
