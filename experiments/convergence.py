@@ -29,7 +29,10 @@ experiments/README.md): ARM is `deit` (the augmented DeiT student at 55k), `size
 root width 4 at 550 and 55k; the other widths, 64 and 8, are the plain configs, whose converged runs
 are C1-C4's) or `reg` (the regularisation arm at 550, 1.7k, 5.5k and 55k, at the strength its extended
 grid picked). Each arm's own sweep file
-gives its runs at the protocol's budget; the ladder re-times them. Its table and figure:
+gives its runs at the protocol's budget; the ladder re-times them. Beside them each part trains, for
+the same seeds and sizes, the plain runs its read-outs pair with (its controls: the plain families at
+their converged multiples), so that a seed's terms share one host and code; `controls=false` leaves
+them out where the committed plain runs already share the arm's host and code. Its table and figure:
 `python experiments/convergence_report.py runs/arms --out experiments/results/convergence/arms/ARM`,
 which is also where `:part=arm_seeds` reads the chosen multiples.
 
@@ -43,6 +46,7 @@ part 1 ~100 min (ViT 26.9k steps, BiT 26.9k); part 2 ~75 min (22.6k steps each).
 4x trunk 2,452 s, partly beside the test suite), the 55k BiT's 1,323 s of trunk to its 2x branch
 point plus 485 s of 1x and 2x cooldowns; the 550-image ViT ladder 1,246 s under load (1,039 + 69 + 138).
 """
+import dataclasses
 import json
 import os
 
@@ -97,11 +101,22 @@ def converged_runs(model: str, config: str, size: int, seed: int, chosen_file: s
                        overrides)
 
 
-# The budget-dependent arms: (their sweep file and argument, the sizes their read-outs use, the ladder
-# names that train: the model-size arm's default widths are the plain configs, laddered as C1-C4's).
-ARMS = {"deit": ("swin_deit.py", "part=deit_aug", (55_000,), ("deitaug",)),
-        "size": ("model_size.py", "part=small", (550, 55_000), ("vit_w32", "bit_w4")),
-        "reg": ("regularisation.py", "part=converged", (550, 1_700, 5_500, 55_000), ("vit_lighter", "bit_lighter"))}
+@dataclasses.dataclass(frozen=True)
+class Arm:
+    """A budget-dependent arm: its sweep file and argument (its runs at the protocol's budget), the
+    sizes its read-outs use, the run names that train as ladders (the model-size arm's default widths
+    are the plain configs), and the plain families its read-outs pair with (its controls)."""
+    file: str
+    arg: str
+    sizes: tuple
+    ladders: tuple
+    controls: tuple
+
+
+ARMS = {"deit": Arm("swin_deit.py", "part=deit_aug", (55_000,), ("deitaug",), ("bit",)),
+        "size": Arm("model_size.py", "part=small", (550, 55_000), ("vit_w32", "bit_w4"), ("vit", "bit")),
+        "reg": Arm("regularisation.py", "part=converged", (550, 1_700, 5_500, 55_000), ("vit_lighter", "bit_lighter"),
+                   ("vit", "bit"))}
 ARM_LABELS = {"deitaug": "DeiT + augmentation", "vit_w32": "ViT width 32", "bit_w4": "BiT width 4",
               "vit_lighter": "ViT regularised (lighter)", "bit_lighter": "BiT regularised (lighter)"}
 
@@ -110,21 +125,27 @@ def arm_chosen_file(arm: str) -> str:
     return os.path.join(_HERE, "results", "convergence", "arms", arm, "convergence.json")
 
 
-def arm_runs(arm: str, other_seeds: bool = False) -> list:
+def arm_runs(arm: str, other_seeds: bool = False, controls: bool = True) -> list:
     """Seed 0's ladders of `arm` (or, with `other_seeds`, its other seeds at the chosen multiples), from
-    the runs its own sweep file gives at the protocol's budget."""
+    the runs its own sweep file gives at the protocol's budget; with `controls`, each of those seeds'
+    plain-arm runs its read-outs pair with, at the plain ladders' chosen multiples, so that every term
+    of a seed trains on one host and code."""
     if arm not in ARMS:
         raise ValueError(f"arm={arm!r}; the arms are {', '.join(ARMS)}")
-    file, arg, sizes, names = ARMS[arm]
-    runs = []
-    for name, config, overrides in load_module(os.path.join(_HERE, file)).get_runs(arg):
+    spec = ARMS[arm]
+    runs, seeds_at = [], {}
+    for name, config, overrides in load_module(os.path.join(_HERE, spec.file)).get_runs(spec.arg):
         model, size, seed = name.rsplit("_n", 1)[0], overrides["data.train_size"], overrides["seed"]
-        if model not in names or size not in sizes or (seed != 0) != other_seeds:
+        if model not in spec.ladders or size not in spec.sizes or (seed != 0) != other_seeds:
             continue
+        seeds_at.setdefault(size, set()).add(seed)
         if other_seeds:
             runs += converged_runs(model, config, size, seed, arm_chosen_file(arm), overrides)
         else:
             runs += ladder_runs(model, config, size, seed, overrides=overrides)
+    if controls:
+        runs += [run for size, seeds in seeds_at.items() for seed in sorted(seeds) for model in spec.controls
+                 for run in converged_runs(model, MODELS[model], size, seed)]
     return runs
 
 
@@ -132,7 +153,11 @@ def get_runs(arg=None):
     settings = dict(item.split("=", 1) for item in arg.split(",")) if arg else {}
     part = settings.get("part")
     if part in ("arm", "arm_seeds"):
-        return arm_runs(settings.get("arm"), other_seeds=part == "arm_seeds")
+        controls = settings.get("controls", "true")
+        if controls not in ("true", "false"):
+            raise ValueError(f"controls={controls!r}: true (the default: the plain runs the arm pairs with, "
+                             f"on its host) or false (the arm's own runs alone)")
+        return arm_runs(settings.get("arm"), other_seeds=part == "arm_seeds", controls=controls == "true")
     if part in SEED_PARTS:
         return [run for sizes, seeds in SEED_PARTS[part] for size in sizes for seed in seeds
                 for model, config in MODELS.items() for run in converged_runs(model, config, size, seed)]

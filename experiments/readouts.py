@@ -11,6 +11,7 @@ r"""Decides the study's pre-registered read-outs (experiments/README.md) from th
         --out experiments/results/readouts.json
     python experiments/readouts.py --convergence DIR... --chosen experiments/results/convergence/convergence.json \
         [--primed DIR...] [--arms reg=DIR+DIR size=DIR deit=DIR]
+    python experiments/readouts.py --chosen experiments/results/convergence/convergence.json --arms reg=DIR
 
 Each read-out is a quantity Q in accuracy points, predicted Q > 0, with threshold
 tau = max(2 SE, 0.5 points): **holds** when Q > tau, **fails** when Q < -tau, else **inconclusive**.
@@ -586,6 +587,7 @@ def at_chosen(rows, chosen_ladders: dict) -> list[dict]:
 # arm: (its read-outs, their formulas on (arm rows, plain rows), the (family, size) runs they read of the
 # arm and of the plain arm).
 _BOTH = ("vit", "bit")
+PLAIN_LADDERS = ("vit", "bit")  # the plain arm's ladders are named by their family (convergence.py's MODELS)
 BUDGET_ARMS = {
     "reg": (("R1", "R2", "R3"), regularisation_arm,
             [(f, n) for f in _BOTH for n in (*SMALL, 55_000)], [(f, n) for f in _BOTH for n in (*SMALL, 55_000)]),
@@ -701,8 +703,9 @@ def _parser() -> argparse.ArgumentParser:
                                                       "directories (a sweep workdir, its parts): I1-I6")
     parser.add_argument("--arms", nargs="+", metavar="ARM=DIR[+DIR...]",
                         help="experiments/convergence.py:part=arm(_seeds),arm=ARM's sweep (or results) directories, "
-                             f"ARM one of {', '.join(BUDGET_ARMS)}: its read-outs at converged budgets (R1c...) "
-                             "against --convergence's, each arm at the multiples of its own seed-0 ladders")
+                             f"ARM one of {', '.join(BUDGET_ARMS)}: its read-outs at converged budgets (R1c...), "
+                             "each arm at the multiples of its own seed-0 ladders, against the plain runs its "
+                             "part trained beside it (else --convergence's)")
     parser.add_argument("--tuning", help="experiments/tuning.py's sweep (or results) directory: each family's pick")
     parser.add_argument("--out", help="write the read-outs as JSON here")
     parser.add_argument("--markdown", action="store_true", help="also print the plain arm's table (markdown)")
@@ -710,13 +713,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def budget_arms(arm_dirs: dict, plain_rows, chosen: dict | None) -> dict:
-    """R1c... from {arm: its sweep directories} and the converged plain arm's rows (at its ladders'
-    multiples `chosen`, else its own seed-0 ladders'); each arm at its own seed-0 ladders' multiples."""
-    plain = at_chosen(plain_rows, convergence(plain_rows) if chosen is None else chosen)
+    """R1c... from {arm: its sweep directories}, each arm at its own seed-0 ladders' multiples. Its controls
+    (the plain runs an arm's part trains beside it, experiments/convergence.py) are the plain terms where
+    its directories hold them, else `plain_rows` (--convergence's) are; either at the plain ladders'
+    multiples `chosen` (else those of the seed-0 ladders among `plain_rows`)."""
+    chosen = convergence(plain_rows) if chosen is None else chosen
     found = {}
     for arm, dirs in arm_dirs.items():
         rows = merged_rows(dirs)
-        found.update(budget_arm(arm, at_chosen(rows, convergence(rows)), plain))
+        controls = [r for r in rows if ladder_of(r.get("name", "")) in PLAIN_LADDERS]
+        own = [r for r in rows if ladder_of(r.get("name", "")) not in PLAIN_LADDERS]
+        found.update(budget_arm(arm, at_chosen(own, convergence(own)), at_chosen(controls or plain_rows, chosen)))
     return found
 
 
@@ -735,8 +742,9 @@ def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     arm_dirs = _arm_dirs(parser, args.arms)
-    if arm_dirs and not args.convergence:
-        parser.error("--arms needs --convergence (the converged plain arm, the control of every arm)")
+    if arm_dirs and not (args.convergence or args.chosen):
+        parser.error("--arms needs --chosen experiments/results/convergence/convergence.json (the plain ladders' "
+                     "multiples, at which the arms' controls count) or --convergence (the plain ladders)")
     if args.primed and not args.chosen:  # the primed runs hold no ladder: nothing else says which rung counts
         parser.error("--primed needs --chosen experiments/results/convergence/convergence.json (the plain "
                      "ladders' multiples, at which the tuned re-runs train)")
@@ -768,9 +776,10 @@ def main(argv=None) -> int:
     if args.chosen:
         with open(args.chosen) as f:
             chosen = json.load(f)
+    plain_ladders = merged_rows(args.convergence) if args.convergence else []
     if args.convergence:
-        found.update(converged_arm(merged_rows(args.convergence), chosen))
-        found.update(budget_arms(arm_dirs, merged_rows(args.convergence), chosen))
+        found.update(converged_arm(plain_ladders, chosen))
+    found.update(budget_arms(arm_dirs, plain_ladders, chosen))
     if args.primed:
         found.update({f"{name}'": r for name, r in converged_arm(merged_rows(args.primed), chosen).items()})
     if args.sam_init:

@@ -96,19 +96,36 @@ def test_an_arms_ladders_are_its_own_sweep_files_runs_retimed():
     """D4c's DeiT keeps its teacher and augmentation; the model-size arm ladders only the widths the plain
     configs are not, at 550 and 55k; every run of seed 0 only."""
     deit = {r.name: r.overrides for r in
-            spec.load(os.path.join(ROOT, "experiments", "convergence.py") + ":part=arm,arm=deit").runs}
+            spec.load(os.path.join(ROOT, "experiments", "convergence.py") + ":part=arm,arm=deit,controls=false").runs}
     assert sorted(deit) == [f"deitaug_n55000_s0_x{m}" for m in (1, 2, 4)]
     trunk = deit["deitaug_n55000_s0_x4"]
     assert trunk["total_steps"] == 4 * 3_438 and trunk["schedule"] == "wsd"
     assert trunk["distillation.teacher"].endswith("bit_n55000_s0.npz") and "data.pp_train" not in trunk
     assert deit["deitaug_n55000_s0_x1"]["branch_from"] == "{sweep_dir}/deitaug_n55000_s0_x4"
     size = {r.name: r.overrides for r in
-            spec.load(os.path.join(ROOT, "experiments", "convergence.py") + ":part=arm,arm=size").runs}
+            spec.load(os.path.join(ROOT, "experiments", "convergence.py") + ":part=arm,arm=size,controls=false").runs}
     assert {n.rsplit("_x", 1)[0] for n in size} == {f"{m}_n{n}_s0" for m in ("vit_w32", "bit_w4") for n in (550, 55_000)}
     assert size["vit_w32_n550_s0_x4"]["model.width"] == 32 and size["bit_w4_n55000_s0_x4"]["model.width"] == 4
     reg = {r.name: r.overrides for r in
-           spec.load(os.path.join(ROOT, "experiments", "convergence.py") + ":part=arm,arm=reg").runs}
+           spec.load(os.path.join(ROOT, "experiments", "convergence.py") + ":part=arm,arm=reg,controls=false").runs}
     assert len(reg) == 2 * 4 * 3 and reg["vit_lighter_n1700_s0_x4"]["label_smoothing"] == 0.05
+
+
+def test_an_arms_part_trains_the_plain_runs_it_pairs_with_on_its_host():
+    """Each seed and size of the arm's part brings its controls at the committed plain ladders' chosen
+    multiples (convergence.json: the BiT at 1x at 55k, the ViT at 2x there, so 1x beside it): the same
+    overrides as the plain arm's converged runs."""
+    convergence = load_module(os.path.join(ROOT, "experiments", "convergence.py"))
+    deit = {name: overrides for name, _, overrides in convergence.get_runs("part=arm,arm=deit")}
+    assert sorted(n for n in deit if not n.startswith("deitaug")) == ["bit_n55000_s0_x1"]
+    plain = {name: o for name, _, o in convergence.converged_runs("bit", "configs/fashion_mnist/bit.py", 55_000, 0)}
+    assert deit["bit_n55000_s0_x1"] == plain["bit_n55000_s0_x1"]
+    size = {name for name, _, _ in convergence.get_runs("part=arm,arm=size")}
+    assert {"vit_n55000_s0_x2", "vit_n55000_s0_x1", "bit_n550_s0_x4", "bit_n550_s0_x1", "vit_n550_s0_x1"} <= size
+    reg = {name for name, _, _ in convergence.get_runs("part=arm,arm=reg")}
+    assert len(reg - {name for name, _, _ in convergence.get_runs("part=arm,arm=reg,controls=false")}) == 10
+    with pytest.raises(ValueError, match="controls='no'"):
+        convergence.get_runs("part=arm,arm=reg,controls=no")
 
 
 def test_an_arms_other_seeds_train_at_the_multiple_its_ladder_chose(tmp_path, monkeypatch):
@@ -117,7 +134,7 @@ def test_an_arms_other_seeds_train_at_the_multiple_its_ladder_chose(tmp_path, mo
     chosen.write_text(json.dumps({"deitaug_n55000": {"chosen": 2}}))
     monkeypatch.setattr(convergence, "arm_chosen_file", lambda arm: str(chosen))
     runs = {name: overrides for name, _, overrides in convergence.get_runs("part=arm_seeds,arm=deit")}
-    assert sorted(runs) == ["deitaug_n55000_s1_x1", "deitaug_n55000_s1_x2"]
+    assert sorted(runs) == ["bit_n55000_s1_x1", "deitaug_n55000_s1_x1", "deitaug_n55000_s1_x2"]  # with its control
     assert runs["deitaug_n55000_s1_x2"]["seed"] == 1 and "distillation.teacher" in runs["deitaug_n55000_s1_x2"]
     with pytest.raises(ValueError, match="the arms are deit, size, reg"):
         convergence.get_runs("part=arm,arm=dropout")

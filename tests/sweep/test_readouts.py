@@ -658,8 +658,25 @@ def test_the_model_size_and_deit_arms_at_converged_budgets():
 
 
 def test_the_arms_on_the_command_line_need_the_plain_arm_and_a_known_name(capsys):
-    for argv, message in ((["--arms", "reg=runs/a"], "--arms needs --convergence"),
+    for argv, message in ((["--arms", "reg=runs/a"], "--arms needs --chosen"),
                           (["--convergence", "runs/c", "--arms", "regularisation=runs/a"], "ARM one of reg, size, deit")):
         with pytest.raises(SystemExit):
             readouts.main(argv)
         assert message in capsys.readouterr().err
+
+
+def test_an_arms_own_controls_are_its_plain_terms_where_its_part_trained_them(tmp_path):
+    """The committed plain ladders ran on host A; the arm and its controls on host B: the controls pair,
+    the committed runs would not."""
+    vit = {n: {1: 74.0, 2: 76.0, 4: 76.2} for n in (550, 1_700, 5_500)} | {55_000: {1: 83.0, 2: 84.6, 4: 84.8}}
+    bit = {n: {1: 74.0, 2: 74.1, 4: 74.0} for n in (550, 1_700, 5_500)} | {55_000: {1: 86.0, 2: 86.1, 4: 86.0}}
+    arm = _ladders("vit_lighter", "vit", vit, key="host B") + _ladders("bit_lighter", "bit", bit, key="host B")
+    committed = _ladders("vit", "vit", _PLAIN_VIT) + _ladders("bit", "bit", _PLAIN_BIT)
+    chosen = json.loads(json.dumps(readouts.convergence(committed)))
+    controls = [{**r, "pair_key": "host B"} for r in readouts.at_chosen(committed, chosen)]
+    _write_table(tmp_path / "arm", arm)
+    _write_table(tmp_path / "arm_controls", controls)
+    alone = readouts.budget_arms({"reg": [str(tmp_path / "arm")]}, committed, chosen)
+    assert alone["R1c"]["verdict"] == "not pairable"
+    paired = readouts.budget_arms({"reg": [str(tmp_path / "arm"), str(tmp_path / "arm_controls")]}, [], chosen)
+    assert paired["R1c"]["q"] == pytest.approx(5.0) and paired["R3c"]["q"] == pytest.approx(-8.0)
