@@ -46,6 +46,7 @@ from vitjax.sweep import aggregate, table
 
 FLOOR = 0.5  # points: above the test set's own sampling error (0.3 at 90%) and the old run-to-run spread
 protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
+ladder_sweep = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "convergence.py"))
 
 
 def values(rows, family, size, metric="accuracy") -> dict:
@@ -504,11 +505,13 @@ def ladders(rows) -> dict:
 def convergence(rows, seed: int = 0) -> dict:
     """Per '<ladder>_n<size>': each rung's epochs, best validation and test-at-best accuracy (points) of
     seed `seed`, and the converged multiple (protocol.converged_rung: chosen on validation only).
-    'family' is the ladder's name (the plain arm's family); 'model_family' the family its runs record."""
+    'family' is the ladder's name (the plain arm's family); 'model_family' the family its runs record.
+    Only a seed with every rung of the ladder counts: a seed's converged run with the 1x beside it (an
+    arm's controls, a part at the converged budgets) or a ladder still training is no ladder."""
     found = {}
     for (ladder, size), by_seed in sorted(ladders(rows).items()):
         rungs = by_seed.get(seed, {})
-        if len(rungs) < 2:
+        if sorted(rungs) != list(ladder_sweep.LADDER.multiples):
             continue
         validation = {m: 100 * r["best_val_accuracy"] for m, r in rungs.items()}
         chosen, capped = protocol.converged_rung(validation)

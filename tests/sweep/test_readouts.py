@@ -680,3 +680,11 @@ def test_an_arms_own_controls_are_its_plain_terms_where_its_part_trained_them(tm
     assert alone["R1c"]["verdict"] == "not pairable"
     paired = readouts.budget_arms({"reg": [str(tmp_path / "arm"), str(tmp_path / "arm_controls")]}, [], chosen)
     assert paired["R1c"]["q"] == pytest.approx(5.0) and paired["R3c"]["q"] == pytest.approx(-8.0)
+
+
+def test_a_seeds_converged_runs_or_a_ladder_still_training_are_no_ladder():
+    rows = _ladder_table()
+    controls = [{**r, "name": r["name"].replace("vit_", "vit_w32_")} for r in rows
+                if r["family"] == "vit" and r["train_size"] == 55_000 and r["steps"] != 2 * 3_438]
+    assert sorted(readouts.convergence(rows + controls)) == sorted(readouts.convergence(rows))
+    assert "vit_n550" not in readouts.convergence([r for r in rows if r["name"] != "vit_n550_s0_x2"])
