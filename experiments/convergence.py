@@ -28,11 +28,11 @@ ran on one host and code (seed 0's ladders did not); `:part=small` seeds 1-2 at 
 experiments/README.md): ARM is `deit` (the augmented DeiT student at 55k), `size` (ViT width 32 and BiT
 root width 4 at 550 and 55k; the other widths, 64 and 8, are the plain configs, whose converged runs
 are C1-C4's) or `reg` (the regularisation arm at 550, 1.7k, 5.5k and 55k, at the strength its extended
-grid picked). Each arm's own sweep file
-gives its runs at the protocol's budget; the ladder re-times them. Beside them each part trains, for
-the same seeds and sizes, the plain runs its read-outs pair with (its controls: the plain families at
-their converged multiples), so that a seed's terms share one host and code; `controls=false` leaves
-them out where the committed plain runs already share the arm's host and code. Its table and figure:
+grid picked). Each arm's own sweep file gives its runs at the protocol's budget; the ladder re-times
+them. Beside them each part trains, for the same seeds and sizes, the plain runs its read-outs pair
+with (its controls: the plain families at their converged multiples), so that a seed's terms share one
+host and code; `controls=false` leaves them out where the committed plain runs already share the arm's
+host and code. Its table and figure:
 `python experiments/convergence_report.py runs/arms --out experiments/results/convergence/arms/ARM`,
 which is also where `:part=arm_seeds` reads the chosen multiples.
 
