@@ -32,7 +32,8 @@ grid picked). Each arm's own sweep file gives its runs at the protocol's budget;
 them. Beside them each part trains, for the same seeds and sizes, the plain runs its read-outs pair
 with (its controls: the plain families at their converged multiples), so that a seed's terms share one
 host and code; `controls=false` leaves them out where the committed plain runs already share the arm's
-host and code. Its table and figure:
+host and code. Arms run in one workdir share their controls (a finished run is not trained again), and
+`readouts.py --arms` picks each arm's ladders out by name. Its table and figure:
 `python experiments/convergence_report.py runs/arms --out experiments/results/convergence/arms/ARM`,
 which is also where `:part=arm_seeds` reads the chosen multiples.
 

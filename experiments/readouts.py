@@ -716,16 +716,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def budget_arms(arm_dirs: dict, plain_rows, chosen: dict | None) -> dict:
-    """R1c... from {arm: its sweep directories}, each arm at its own seed-0 ladders' multiples. Its controls
-    (the plain runs an arm's part trains beside it, experiments/convergence.py) are the plain terms where
-    its directories hold them, else `plain_rows` (--convergence's) are; either at the plain ladders'
-    multiples `chosen` (else those of the seed-0 ladders among `plain_rows`)."""
+    """R1c... from {arm: its sweep directories}, each arm at its own seed-0 ladders' multiples (its ladders
+    by name, so that arms may share a directory and their controls). Its controls (the plain runs an
+    arm's part trains beside it, experiments/convergence.py) are the plain terms where its directories
+    hold them, else `plain_rows` (--convergence's) are; either at the plain ladders' multiples `chosen`
+    (else those of the seed-0 ladders among `plain_rows`)."""
     chosen = convergence(plain_rows) if chosen is None else chosen
     found = {}
     for arm, dirs in arm_dirs.items():
         rows = merged_rows(dirs)
         controls = [r for r in rows if ladder_of(r.get("name", "")) in PLAIN_LADDERS]
-        own = [r for r in rows if ladder_of(r.get("name", "")) not in PLAIN_LADDERS]
+        own = [r for r in rows if ladder_of(r.get("name", "")) in ladder_sweep.ARMS[arm].ladders]
         found.update(budget_arm(arm, at_chosen(own, convergence(own)), at_chosen(controls or plain_rows, chosen)))
     return found
 

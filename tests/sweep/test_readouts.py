@@ -680,6 +680,12 @@ def test_an_arms_own_controls_are_its_plain_terms_where_its_part_trained_them(tm
     assert alone["R1c"]["verdict"] == "not pairable"
     paired = readouts.budget_arms({"reg": [str(tmp_path / "arm"), str(tmp_path / "arm_controls")]}, [], chosen)
     assert paired["R1c"]["q"] == pytest.approx(5.0) and paired["R3c"]["q"] == pytest.approx(-8.0)
+    # Another arm's ladders of the same families and sizes in the same directory (one workdir for the
+    # arms, whose controls then train once) are not this arm's.
+    narrow = _ladders("vit_w32", "vit", {n: {1: 60.0, 2: 60.1, 4: 60.0} for n in (550, 55_000)}, key="host B", width=32)
+    _write_table(tmp_path / "other_arm", narrow)
+    shared = [str(tmp_path / d) for d in ("arm", "arm_controls", "other_arm")]
+    assert readouts.budget_arms({"reg": shared}, [], chosen) == paired
 
 
 def test_a_seeds_converged_runs_or_a_ladder_still_training_are_no_ladder():
