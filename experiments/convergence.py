@@ -34,7 +34,7 @@ with (its controls: the plain families at their converged multiples), so that a 
 host and code; `controls=false` leaves them out where the committed plain runs already share the arm's
 host and code. Arms run in one workdir share their controls (a finished run is not trained again), and
 `readouts.py --arms` picks each arm's ladders out by name. Its table and figure:
-`python experiments/convergence_report.py runs/arms --out experiments/results/convergence/arms/ARM`,
+`python experiments/convergence_report.py runs/arms --arm ARM --out experiments/results/convergence/arms/ARM`,
 which is also where `:part=arm_seeds` reads the chosen multiples.
 
 The convergence rule, pre-registered in experiments/README.md: the converged budget of a family and

@@ -3,6 +3,7 @@ each point's converged budget marked (the rule: experiments/protocol.py's conver
 
     python experiments/convergence_report.py runs/convergence --out experiments/results/convergence
     python experiments/convergence_report.py experiments/results/convergence runs/convergence --out ...  # parts merged
+    python experiments/convergence_report.py runs/arms --arm deit --out experiments/results/convergence/arms/deit
 
 Writes OUT/convergence.json (experiments/readouts.py's `convergence`), OUT/convergence.md (one row per
 family and size: each rung's epochs, best validation accuracy, test accuracy at that step, the gain
@@ -99,10 +100,15 @@ def main(argv=None) -> int:
     parser.add_argument("sweep_dirs", nargs="+", help="experiments/convergence.py's sweep (or results) directories, "
                                                       "one per part (e.g. the committed results and a new part)")
     parser.add_argument("--out", required=True, help="where the table, JSON and figure go")
+    parser.add_argument("--arm", choices=sorted(ladder.ARMS),
+                        help="only this arm's ladders (arms may share a workdir; their controls are no ladders)")
     args = parser.parse_args(argv)
     found = readouts.convergence(readouts.merged_rows(args.sweep_dirs))
+    if args.arm:
+        found = {key: point for key, point in found.items() if point["family"] in ladder.ARMS[args.arm].ladders}
     if not found:
-        sys.exit(f"no family and size in {' '.join(args.sweep_dirs)} has two finished rungs yet")
+        sys.exit(f"no ladder{' of arm ' + args.arm if args.arm else ''} in {' '.join(args.sweep_dirs)} has "
+                 f"all its rungs finished yet")
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "convergence.json"), "w") as f:
         json.dump(found, f, indent=1)

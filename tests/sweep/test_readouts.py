@@ -694,3 +694,19 @@ def test_a_seeds_converged_runs_or_a_ladder_still_training_are_no_ladder():
                 if r["family"] == "vit" and r["train_size"] == 55_000 and r["steps"] != 2 * 3_438]
     assert sorted(readouts.convergence(rows + controls)) == sorted(readouts.convergence(rows))
     assert "vit_n550" not in readouts.convergence([r for r in rows if r["name"] != "vit_n550_s0_x2"])
+
+
+def test_an_arms_report_holds_its_own_ladders_only(tmp_path):
+    """convergence_report --arm: the arms' shared workdir holds other arms' ladders and the controls."""
+    report = load_module(os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "convergence_report.py"))
+    deit = _ladders("deitaug", "deit", {55_000: {1: 84.0, 2: 85.0, 4: 85.2}})
+    narrow = _ladders("vit_w32", "vit", {550: {1: 60.0, 2: 60.1, 4: 60.0}}, width=32)
+    controls = readouts.at_chosen(_ladders("bit", "bit", {55_000: _PLAIN_BIT[55_000]}), {"bit_n55000": {
+        "family": "bit", "size": 55_000, "chosen": 1}})
+    workdir = _write_table(tmp_path / "arms", deit + narrow + controls)
+    assert report.main([workdir, "--arm", "deit", "--out", str(tmp_path / "deit")]) == 0
+    written = json.loads((tmp_path / "deit" / "convergence.json").read_text())
+    assert list(written) == ["deitaug_n55000"] and written["deitaug_n55000"]["chosen"] == 2
+    assert (tmp_path / "deit" / "convergence.png").stat().st_size > 0
+    with pytest.raises(SystemExit, match="no ladder of arm reg"):
+        report.main([workdir, "--arm", "reg", "--out", str(tmp_path / "reg")])
