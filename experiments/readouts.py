@@ -590,7 +590,7 @@ def at_chosen(rows, chosen_ladders: dict) -> list[dict]:
 # arm: (its read-outs, their formulas on (arm rows, plain rows), the (family, size) runs they read of the
 # arm and of the plain arm).
 _BOTH = ("vit", "bit")
-PLAIN_LADDERS = ("vit", "bit")  # the plain arm's ladders are named by their family (convergence.py's MODELS)
+PLAIN_LADDERS = tuple(ladder_sweep.MODELS)  # the plain arm's ladders, named by their family
 BUDGET_ARMS = {
     "reg": (("R1", "R2", "R3"), regularisation_arm,
             [(f, n) for f in _BOTH for n in (*SMALL, 55_000)], [(f, n) for f in _BOTH for n in (*SMALL, 55_000)]),
