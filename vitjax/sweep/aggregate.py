@@ -4,9 +4,8 @@ A sweep repeats each setting with several training seeds (config `seed` and `dat
 to the seed, so model families see the same subsets seed by seed). `groups` gathers the finished runs
 whose configs are equal except for those two keys, the inputs paired with them (SEED_PAIRED_KEYS: a
 DeiT student's teacher of its own seed), how a run reached its steps (TRAJECTORY_KEYS: branched off a
-trunk or not) and `mesh.*` (the device layout) into one group, by
-the configs recorded in the table's rows, never by run names, so a run named anything still lands in
-its setting's group. Each group (a row of DIR/summary.csv) holds
+trunk or not) and `mesh.*` (the device layout) into one group, by the configs recorded in the table's
+rows, never by run names, so a run named anything still lands in its setting's group. Each group (a row of DIR/summary.csv) holds
 
     family, model, patch_size, train_size, params, flops_per_step   shared by the group's runs
     train_flops, examples_seen, steps, img_per_sec                  means over the group's runs
