@@ -710,3 +710,7 @@ def test_an_arms_report_holds_its_own_ladders_only(tmp_path):
     assert (tmp_path / "deit" / "convergence.png").stat().st_size > 0
     with pytest.raises(SystemExit, match="no ladder of arm reg"):
         report.main([workdir, "--arm", "reg", "--out", str(tmp_path / "reg")])
+
+
+def test_every_arm_the_ladders_train_has_its_read_outs():
+    assert set(readouts.BUDGET_ARMS) == set(readouts.ladder_sweep.ARMS)
