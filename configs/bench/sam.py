@@ -15,10 +15,10 @@ Times, in alternating rounds of one process (vitjax/bench/sam_model.py):
   'prompt point|box vitjax/segment-anything'.
 Before timing, both encoders embed the benchmark's images and both predictors answer the point prompt, and
 the bench stops unless they agree to 1e-4 (relative error): the ratio compares one function.
-Expected (2026-12-05, AMD EPYC family 25 model 17, 2 idle vCPUs; experiments/results/bench/README.md, "SAM"):
-the encoder 7.5 s per 1024x1024 image, 0.93x segment-anything's (goal >= 1.0: not met); a point or box
-prompt on a cached embedding 48-49 ms, 1.31-1.33x faster than SamPredictor's. Before timing the two
-agreed to a relative error of 1.4e-6 (embeddings) and 1.4e-6 / 5.2e-7 (logits / IoU).
+Expected (2026-12-06, AMD EPYC family 25 model 17, 2 vCPUs, nothing else running; experiments/results/bench/
+README.md, "SAM"): the encoder 5.8-5.9 s per 1024x1024 image, 1.08-1.12x segment-anything's (goal >= 1.0:
+met); a point or box prompt on a cached embedding 45-54 ms, 1.2-1.36x faster than SamPredictor's. Before
+timing the two agreed to a relative error of 1.4e-6 (embeddings and logits).
 Deterministic: XLA counts 980 GFLOPs for the encoder's forward pass of one 1024x1024 image (`sam.xla_flops`).
 
 Arguments: `variant` (B, L or H: the released encoders, vitjax/models/sam.py), `res` (the model's

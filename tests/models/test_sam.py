@@ -100,6 +100,20 @@ def test_global_attention_is_the_window_of_the_whole_grid():
                                rtol=1e-4, atol=1e-5)
 
 
+def test_global_attention_holds_one_heads_scores_at_a_time():
+    """The heads are computed one by one so that a global block at 1024x1024 (a 64x64 grid) never holds
+    all heads' [4096, 4096] scores (805 MB for ViT-B). Here 8 narrow heads on that grid, 64 MiB of scores
+    each: all heads at once took 16 heads' worth of temporary memory. XLA's scheduler serialises the
+    heads only when their scores are this large (on a 32x32 grid it keeps ~10 alive), so the test needs
+    the real grid; it only compiles."""
+    attention = sam_encoder.RelativePositionAttention(num_heads=8)
+    x = jax.ShapeDtypeStruct((1, 64, 64, 64), jnp.float32)
+    params = nn.meta.unbox(jax.eval_shape(attention.init, jax.random.key(0), x))["params"]
+    compiled = jax.jit(lambda p, x: attention.apply({"params": p}, x)).lower(params, x).compile()
+    one_head_scores = 4096 * 4096 * 4
+    assert compiled.memory_analysis().temp_size_in_bytes < 3 * one_head_scores
+
+
 def test_relative_index_is_query_minus_key_shifted():
     assert sam_encoder.relative_index(3).tolist() == [[2, 1, 0], [3, 2, 1], [4, 3, 2]]
 

@@ -17,10 +17,11 @@ Arrays are NHWC here (the reference is NCHW). vitjax/models/sam.py assembles the
 from typing import Any
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from vitjax.models.attention import HeadsMerge, dot_product_attention, fused_projections, qkv_projections
+from vitjax.models.attention import HeadsMerge, fused_projections, qkv_projections
 from vitjax.models.layernorm import LayerNorm
 from vitjax.models.swin import window_merge, window_partition
 from vitjax.models.transformer import MlpBlock
@@ -35,28 +36,43 @@ def relative_index(size: int) -> np.ndarray:
     return positions[:, None] - positions[None, :] + size - 1
 
 
-def decomposed_relative_terms(query, rel_pos_h, rel_pos_w, grid: tuple[int, int]):
-    """[b, heads, rows*cols, rows*cols]: q . R_h[y - y'] + q . R_w[x - x'] for every query and key.
+def relative_position_attention(query, key, value, rel_pos_h, rel_pos_w, grid: tuple[int, int]):
+    """Attention over a [rows, cols] grid with decomposed relative-position terms, one head at a time.
 
-    `query` [b, rows*cols, heads, head_dim] (unscaled, as the reference adds the terms to the already
-    scaled scores); `rel_pos_h` [2 rows - 1, head_dim], `rel_pos_w` [2 cols - 1, head_dim]. The two terms
-    are computed per axis (a [.., rows] and a [.., cols] array per query) and only broadcast to every key
-    at the end: that is what makes them cheap ("decomposed") next to a full 2-D table.
+    query, key, value [b, rows*cols, heads, head_dim] -> [b, rows*cols, heads, head_dim]. The score of
+    query q at (y, x) and key k at (y', x') is q . k / sqrt(head_dim) + q . R_h[y - y'] + q . R_w[x - x'],
+    with q unscaled in the two terms as in the reference; `rel_pos_h` [2 rows - 1, head_dim] and
+    `rel_pos_w` [2 cols - 1, head_dim]. The terms are computed per axis (a [.., rows] and a [.., cols]
+    array per query) and only broadcast to every key inside the scores' sum: that is what makes them
+    cheap ("decomposed") next to a full 2-D table. The heads are computed one by one because a global
+    block's scores are [heads, 4096, 4096] at 1024x1024: XLA then keeps one head's 64 MB of scores
+    alive at a time instead of all twelve's 805 MB, and the encoder runs ~1.2x faster on CPU
+    (experiments/results/bench/README.md, SAM section). The loop is unrolled, not a `lax.map`: XLA's
+    cost analysis counts a loop's body once, which would undercount the FLOPs that MFU is measured by.
     """
     rows, cols = grid
-    batch, _, heads, head_dim = query.shape
+    batch, length, _, head_dim = query.shape
     by_row = jnp.take(rel_pos_h, relative_index(rows), axis=0).astype(query.dtype)  # [rows, rows', d]
     by_col = jnp.take(rel_pos_w, relative_index(cols), axis=0).astype(query.dtype)  # [cols, cols', d]
-    q = query.reshape(batch, rows, cols, heads, head_dim)
-    term_h = jnp.einsum("byxhd,ykd->bhyxk", q, by_row, preferred_element_type=jnp.float32)
-    term_w = jnp.einsum("byxhd,xkd->bhyxk", q, by_col, preferred_element_type=jnp.float32)
-    terms = term_h[..., :, None] + term_w[..., None, :]  # [b, heads, rows, cols, rows', cols']
-    return terms.reshape(batch, heads, rows * cols, rows * cols)
+    f32 = dict(preferred_element_type=jnp.float32)
+
+    def one_head(q, k, v):  # [b, rows*cols, head_dim] each
+        on_grid = q.reshape(batch, rows, cols, head_dim)
+        term_h = jnp.einsum("byxd,ykd->byxk", on_grid, by_row, **f32)
+        term_w = jnp.einsum("byxd,xkd->byxk", on_grid, by_col, **f32)
+        scores = jnp.einsum("bqd,bkd->bqk", q, k, **f32) * head_dim ** -0.5
+        scores = (scores.reshape(batch, rows, cols, rows, cols)
+                  + term_h[..., :, None] + term_w[..., None, :]).reshape(batch, length, length)
+        weights = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
+        return jnp.einsum("bqk,bkd->bqd", weights, v)
+
+    heads = [one_head(query[:, :, h], key[:, :, h], value[:, :, h]) for h in range(query.shape[2])]
+    return jnp.stack(heads, axis=2)
 
 
 class RelativePositionAttention(nn.Module):
     """Multi-head self-attention over a whole [b, rows, cols, width] grid with decomposed relative-position
-    terms (`decomposed_relative_terms`). A windowed block hands it each window as a grid of its own.
+    terms (`relative_position_attention`). A windowed block hands it each window as a grid of its own.
 
     Projections are vitjax's (`query`, `key`, `value` [width, heads, head_dim], `out` [heads, head_dim,
     width]; the reference's fused `qkv` and `proj` split and joined by vitjax/interop/sam_weights.py);
@@ -75,8 +91,7 @@ class RelativePositionAttention(nn.Module):
         head_dim = query.shape[-1]
         rel_pos_h = self.param("rel_pos_h", nn.initializers.zeros, (2 * rows - 1, head_dim), self.param_dtype)
         rel_pos_w = self.param("rel_pos_w", nn.initializers.zeros, (2 * cols - 1, head_dim), self.param_dtype)
-        bias = decomposed_relative_terms(query, rel_pos_h, rel_pos_w, (rows, cols))
-        y = dot_product_attention(query, key, value, bias=bias)
+        y = relative_position_attention(query, key, value, rel_pos_h, rel_pos_w, (rows, cols))
         merge = HeadsMerge(width, name="out", dtype=self.dtype, param_dtype=self.param_dtype)
         return merge(y).reshape(batch, rows, cols, width)
 
