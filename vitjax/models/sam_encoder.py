@@ -46,7 +46,7 @@ def relative_position_attention(query, key, value, rel_pos_h, rel_pos_w, grid: t
     array per query) and only broadcast to every key inside the scores' sum: that is what makes them
     cheap ("decomposed") next to a full 2-D table. The heads are computed one by one because a global
     block's scores are [heads, 4096, 4096] at 1024x1024: XLA then keeps one head's 64 MB of scores
-    alive at a time instead of all twelve's 805 MB, and the encoder runs ~1.17x faster on CPU
+    alive at a time instead of all twelve's 805 MB, and the encoder runs ~1.18x faster on CPU
     (experiments/results/bench/README.md, SAM section). The loop is unrolled, not a `lax.map`: XLA's
     cost analysis counts a loop's body once, which would undercount the FLOPs that MFU is measured by.
     """
