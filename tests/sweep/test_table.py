@@ -57,3 +57,18 @@ def test_pair_key_names_cpu_instruction_sets_devices_and_code():
     # A run from before instruction sets and code were recorded pairs with none of these.
     old_run = {"host": {"cpu": "AMD EPYC"}, "devices": 4}
     assert table.pair_key(old_run) == "AMD EPYC | unrecorded | 4 devices | unrecorded"
+
+
+def test_a_run_resumed_on_another_host_pairs_with_no_single_host_run():
+    amd = {"cpu": "AMD EPYC (family 25, model 17, avx512f)", "isa": ["avx2", "avx512f"]}
+    intel = {"cpu": "Intel Xeon (family 6, model 207, avx512f)", "isa": ["avx2", "avx512f", "amx_tile"]}
+    code = {"source_sha256": "0123456789abcdef" * 4}
+    one_host = {"host": amd, "devices": 4, "code": code,
+                "trained_on": [{"from_step": 0, "host": amd, "code": code, "devices": 4},
+                               {"from_step": 500, "host": amd, "code": code, "devices": 4}]}
+    assert table.pair_key(one_host) == table.pair_key({"host": amd, "devices": 4, "code": code})
+    # Finished on the AMD host, so its own host and code say AMD; its first 500 steps ran on the Intel one.
+    resumed = {**one_host, "trained_on": [{"from_step": 0, "host": intel, "code": code, "devices": 4},
+                                          {"from_step": 500, "host": amd, "code": code, "devices": 4}]}
+    assert table.pair_key(resumed).startswith("mixed: ")
+    assert table.pair_key(resumed) not in {table.pair_key(one_host), table.pair_key({**one_host, "host": intel})}

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from vitjax import host, rundir
+from vitjax.sweep import table
 from vitjax.train import trainer
 from vitjax.checkpoints import locations, reader
 from vitjax import metrics_log
@@ -81,6 +82,24 @@ def test_interrupted_run_resumes_from_its_last_checkpoint(trained, tmp_path, cap
     assert [s for s, _ in _losses(workdir)][-2:] == [25, 30]
     # Same data order and dropout keys from step 20 on: the same final model.
     assert resumed["test_accuracy"] == pytest.approx(results["test_accuracy"], abs=1e-6)
+
+
+def test_a_run_resumed_on_another_host_records_both_and_pairs_with_none(trained, tmp_path, monkeypatch):
+    """results.json's host is the finishing attempt's; `trained_on` keeps every attempt's, so a run
+    resumed elsewhere cannot pass for a run of its last host (sweep.table.pair_key)."""
+    source, results = trained
+    workdir = str(tmp_path / "copy")
+    shutil.copytree(source, workdir)
+    os.remove(rundir.file_path(workdir, rundir.RESULTS))
+    shutil.rmtree(locations.step_dir(locations.checkpoint_dir(workdir), 30))
+    here = host.describe()
+    monkeypatch.setattr(host, "describe", lambda: {**here, "cpu": "another cpu"})
+    resumed = trainer.train(tiny_config.get_config(), workdir)
+    assert [a["from_step"] for a in results["trained_on"]] == [0]
+    assert [(a["from_step"], a["host"]["cpu"]) for a in resumed["trained_on"]] == [(0, here["cpu"]),
+                                                                                   (20, "another cpu")]
+    assert table.pair_key(results) != table.pair_key(resumed)
+    assert table.pair_key(resumed).startswith("mixed: ")
 
 
 def test_checkpoint_params_read_through_a_relative_workdir_path(trained, monkeypatch):

@@ -161,11 +161,20 @@ def run_row(name: str, run_dir: str, *, config: dict | None = None, config_file:
 def pair_key(results: dict) -> str:
     """What two runs must share to be paired (vitjax/host.py says why): the cpu, its instruction sets,
     the XLA device count and the digest of the vitjax code that ran; 'unrecorded' for what a run from
-    before these were recorded lacks."""
-    host, code = results.get("host") or {}, results.get("code") or {}
+    before these were recorded lacks. A run whose attempts (results' `trained_on`, one per start of
+    its trainer) ran on different hosts or code gets a key naming them all, which no single-host run
+    shares: its steps mixed two arithmetics."""
+    attempts = {_key(a.get("host") or {}, a.get("code") or {}, a.get("devices", "?"))
+                for a in results.get("trained_on") or []}
+    if len(attempts) > 1:
+        return "mixed: " + " / ".join(sorted(attempts))
+    return _key(results.get("host") or {}, results.get("code") or {}, results.get("devices", "?"))
+
+
+def _key(host: dict, code: dict, devices) -> str:
     isa = host.get("isa")
     return " | ".join([host.get("cpu") or "unrecorded", "+".join(isa) if isa is not None else "unrecorded",
-                       f"{results.get('devices', '?')} devices", (code.get("source_sha256") or "unrecorded")[:12]])
+                       f"{devices} devices", (code.get("source_sha256") or "unrecorded")[:12]])
 
 
 @dataclasses.dataclass

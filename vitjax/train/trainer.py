@@ -232,8 +232,10 @@ def _train_locked(config, workdir: str, p: Plan, force: bool, stop: "_StopFlag")
         on_exit.callback(ckpt.close)
 
         # --- Restore: the newest good checkpoint, else the trunk's branch point, else step 0.
-        state, elapsed_before = _restore_or_initialise(config, p, spec, ckpt, init_key)
+        state, earlier = _restore_or_initialise(config, p, spec, ckpt, init_key)
         first_step = int(state.step)
+        elapsed_before = earlier.get("wall_seconds", 0.0)
+        trained_on = [*earlier.get(TRAINED_ON, []), _segment(first_step)]
         compiled, batch_sharding, flops_per_step = _compile_and_describe(config, p, spec, dropout_key)
         evaluator = _evaluator(config, p, spec)
         validation = _validation(config, p, spec, workdir)
@@ -271,7 +273,7 @@ def _train_locked(config, workdir: str, p: Plan, force: bool, stop: "_StopFlag")
             if _saves_at(config, done, p.total_steps, stop):
                 finite.now()  # every step up to `done` verified finite before its state is saved
                 _save(ckpt, done, state, {"wall_seconds": elapsed_before + time.time() - start_time,
-                                          locations.EVALUATED: p.objective.evaluated})
+                                          locations.EVALUATED: p.objective.evaluated, TRAINED_ON: trained_on})
             if stop.raised:
                 raise Preempted(f"{stop.raised} at step {done}; checkpoint saved, re-run the same command to resume")
         finite.now()
@@ -282,7 +284,7 @@ def _train_locked(config, workdir: str, p: Plan, force: bool, stop: "_StopFlag")
 
     # --- Finish: results.json marks the run finished.
     results = _results(config, p, spec, state, final, flops_per_step,
-                       wall=elapsed_before + time.time() - start_time)
+                       wall=elapsed_before + time.time() - start_time, trained_on=trained_on)
     rundir.write_json(workdir, rundir.RESULTS, results)
     _say(f"finished: {_summary(results)}")
     return results
@@ -365,18 +367,19 @@ def _lock(workdir: str) -> train_lock.Lock | None:
 
 
 def _restore_or_initialise(config, p: Plan, spec: StateSpec, ckpt, init_key):
-    """(train state, wall seconds of the earlier attempts): the newest good checkpoint's, the trunk's
-    at this run's branch step (`config.branch_from`, its wall seconds counted as this run's), or a new
-    state (with the parameters of `config.init_from` when set, and the objective's loaded extra state)."""
+    """(train state, the earlier attempts' checkpoint meta: their wall seconds and TRAINED_ON): the newest
+    good checkpoint's, the trunk's at this run's branch step (`config.branch_from`, its wall seconds and
+    hosts counted as this run's), or a new state and {} (with the parameters of `config.init_from` when
+    set, and the objective's loaded extra state)."""
     restored = ckpt.restore_latest(spec.abstract)
     if restored is not None:
         state, meta = restored
         print(f"resuming from step {int(state.step)} ({ckpt.directory})", flush=True)
-        return state, meta.get("wall_seconds", 0.0)
+        return state, meta
     if config.branch_from:
         state, meta = branch.restore(config, p.total_steps, spec.abstract)
         _say(f"branching from step {int(state.step)} of {config.branch_from}")
-        return state, meta.get("wall_seconds", 0.0)
+        return state, meta
     state = init_state(spec, init_key)
     if config.init_from:
         params = p.objective.pretrained_params(config.init_from, state.params, p.info.image_shape)
@@ -387,7 +390,7 @@ def _restore_or_initialise(config, p: Plan, spec: StateSpec, ckpt, init_key):
     loaded = p.objective.loaded_extra()  # e.g. a distillation teacher's parameters, read from disk
     if loaded is not None:
         state = state.replace(extra=jax.device_put(loaded, spec.shardings.extra))
-    return state, 0.0
+    return state, {}
 
 
 def _compile_and_describe(config, p: Plan, spec: StateSpec, dropout_key):
@@ -470,8 +473,10 @@ def _log_train_metrics(config, total_steps: int, log, step_metrics, window: _Log
     _say(f"step {done}/{total_steps} | loss {scalars['loss']:.4f} | {rate:,.0f} img/s | ETA {_duration(eta)}")
 
 
-def _results(config, p: Plan, spec: StateSpec, state, final: dict, flops_per_step: float, *, wall: float) -> dict:
-    """results.json: the final evaluations (`_final_evaluations`), the run's size and cost, and where it ran."""
+def _results(config, p: Plan, spec: StateSpec, state, final: dict, flops_per_step: float, *, wall: float,
+             trained_on: list) -> dict:
+    """results.json: the final evaluations (`_final_evaluations`), the run's size and cost, and where it ran
+    (`host`, `code`: this process; TRAINED_ON: every attempt's, from the step it started at)."""
     return {
         **final,
         "steps": p.total_steps, "examples_seen": p.total_steps * config.batch_size,
@@ -482,10 +487,20 @@ def _results(config, p: Plan, spec: StateSpec, state, final: dict, flops_per_ste
         "num_classes": p.info.num_classes, "image_shape": list(p.info.image_shape),
         "devices": jax.device_count(), "backend": jax.default_backend(),
         # Pair runs only where these match (vitjax/host.py says why).
-        "host": host.describe(), "code": host.code(), "runtime": p.runtime.record(),
+        "host": host.describe(), "code": host.code(), "runtime": p.runtime.record(), TRAINED_ON: trained_on,
         "skipped_updates": int(state.skipped_updates),
         **({"frozen": list(p.objective.frozen())} if p.objective.frozen() else {}),  # never updated (LiT)
     }
+
+
+# The hosts and code a run trained on, one entry per attempt (`_segment`), in its checkpoints' meta and
+# results.json: a run resumed on another host or code pairs with no other run (sweep.table.pair_key).
+TRAINED_ON = "trained_on"
+
+
+def _segment(first_step: int) -> dict:
+    """This attempt's entry in TRAINED_ON: the step it starts at and what pairing compares."""
+    return {"from_step": first_step, "host": host.describe(), "code": host.code(), "devices": jax.device_count()}
 
 
 _NAN_ADVICE = "Lower the learning rate or set grad_clip_norm"
