@@ -71,7 +71,9 @@ def test_an_interrupted_mae_run_resumes_bit_exactly(mae_run, tmp_path):
     resumed = _train(copy)
     assert _rows(copy, "loss") == _rows(workdir, "loss")  # the same masks and dropout, step by step
     assert _rows(copy, "val_loss") == _rows(workdir, "val_loss")  # evaluation's masks are fixed too
-    assert resumed == {**results, "wall_seconds": resumed["wall_seconds"], "core_hours": resumed["core_hours"]}
+    assert resumed == {**results, "wall_seconds": resumed["wall_seconds"], "core_hours": resumed["core_hours"],
+                       "trained_on": resumed["trained_on"]}
+    assert [a["from_step"] for a in resumed["trained_on"]] == [0, 10]  # two attempts, the second from step 10
     before, after = _flat(reader.read_params(workdir)), _flat(reader.read_params(copy))
     assert before.keys() == after.keys()
     for key, value in before.items():
