@@ -11,6 +11,10 @@ the canvases' seen and unseen classes, the checkpoint chosen on validation canva
     vitjax sweep experiments/sam_init.py:part=seed1 --workdir runs/sam_init
     vitjax sweep experiments/sam_init.py:part=seed2 --workdir runs/sam_init
     python experiments/readouts.py --sam_init runs/sam_init --out experiments/results/sam_init/readouts.json
+    R=runs/sam_init; for s in 0 1 2; do                                             # figures of prompts and masks
+        vitjax analyze --workdir $R/sam_mae_s$s --checkpoint $R/sam_mae_s$s/checkpoint_best --beside \
+            $R/sam_vit_s$s/checkpoint_best $R/sam_random_s$s/checkpoint_best --out experiments/results/sam_init/s$s
+    done
 
 The read-outs (I1-I6) and their decision rule are pre-registered in experiments/README.md before any run.
 

@@ -8,7 +8,7 @@
     vitjax sweep experiments/<file>.py[:arg] --workdir DIR [--only NAME ...] [--dry-run] [--parallel N]
     vitjax plot  DIR [--out FIGDIR] [--beside OTHER_DIR ...] [--title TITLE]
     vitjax data prepare fashion_mnist [--data_dir DIR] [--download]
-    vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64] [--beside DIR]
+    vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64] [--beside DIR ...]
                    [the multi-process flags]
     vitjax bench --config configs/<file>.py[:arg] [--config.key=value ...] [--rounds 7] [--out bench.json]
 """
@@ -245,7 +245,8 @@ def main(argv=None):
     prepare.add_argument("--download", action="store_true", help="use the ordinary tfds download (needs internet)")
 
     from vitjax.analysis import run as analysis  # cheap: jax and matplotlib load only when it runs
-    analyze = commands.add_parser("analyze", help="figures that look inside a trained ViT (paper Fig. 7)")
+    analyze = commands.add_parser("analyze", help="figures that look inside a trained ViT (paper Fig. 7), or a "
+                                                  "SAM run's answers to prompts")
     analysis.main_args(analyze)
     distributed_args(analyze)
     from vitjax.sweep import commands as sweeps  # cheap, like the analysis parser

@@ -222,7 +222,7 @@ def test_a_dino_run_beside_a_supervised_run_and_its_init(trained_tiny_dino_run, 
     assert f"cls_segmentation: {out}" in capsys.readouterr().out
     with open(out / "summary.json") as f:
         summary = json.load(f)
-    assert summary["meta"]["beside"] == trained_tiny_run and summary["written"].keys() >= {"cls_segmentation"}
+    assert summary["meta"]["beside"] == [trained_tiny_run] and summary["written"].keys() >= {"cls_segmentation"}
     with open(out / "cls_segmentation.json") as f:
         scores = json.load(f)
     assert set(scores) == {"trained", "init", "beside", "note"}

@@ -1,8 +1,10 @@
 """End to end: a tiny SAM trains through `vitjax train` (the CLI's main, in this process) on synthetic
 canvases with finite losses, reports its mIoU after clicks and for a box on seen and unseen classes,
-resumes bit-exactly after an interruption, starts its encoder from an MAE run (init_from); and configs
+resumes bit-exactly after an interruption, starts its encoder from an MAE run (init_from), and is drawn
+answering prompts by `vitjax analyze`; and configs
 pairing SAM's objective with another model (or the reverse), SAM with data that has no masks, or an
 init_from source that does not fit, are refused before anything compiles."""
+import json
 import math
 import os
 import shutil
@@ -12,7 +14,8 @@ import pytest
 
 from tests.objectives import sam_tiny_config
 from tests.paths import TINY
-from vitjax import cli, config_compare, metrics_log, rundir
+from vitjax import cli, config_compare, metrics_log, models, rundir
+from vitjax.analysis import run as analysis_run, sam_prompts
 from vitjax.checkpoints import locations, reader
 from vitjax.objectives import sam
 from vitjax.train import checks, trainer
@@ -63,6 +66,62 @@ def test_an_interrupted_sam_run_resumes_bit_exactly(sam_run, tmp_path):
     assert before.keys() == after.keys()
     for key, value in before.items():
         np.testing.assert_array_equal(np.asarray(after[key]), np.asarray(value), err_msg=key)
+
+
+def test_analyze_draws_a_sam_runs_answers_beside_its_init_and_another_checkpoint(sam_run, tmp_path, capsys):
+    """sam_prompts.png / .json: seen and unseen canvases, every model given the same first point and box,
+    later clicks its own; the ViT's figures skipped with the reason."""
+    workdir, _ = sam_run
+    earlier = locations.step_dir(locations.checkpoint_dir(str(workdir)), 2)
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("VITJAX_XLA_CPU_DEFAULTS", "0")
+        cli.main(["analyze", "--workdir", str(workdir), "--out", str(tmp_path), "--num_images", "4",
+                  "--beside", earlier])
+    assert "sam_prompts: " in capsys.readouterr().out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["meta"]["models"] == ["trained", "init", "beside"] and summary["meta"]["beside"] == [earlier]
+    assert "attention_maps" in summary["skipped"] and (tmp_path / "sam_prompts.png").stat().st_size > 0
+    drawn = json.loads((tmp_path / "sam_prompts.json").read_text())
+    assert [row.split(":")[0] for row in drawn["rows"]] == ["seen", "seen", "unseen", "unseen"]
+    assert drawn["labels"]["beside"].endswith(", step 2") and len(set(drawn["labels"].values())) == 3
+    panels = drawn["panels"]
+    assert set(panels["trained"]) == {"1click", "2click", "box"}  # the config's eval_clicks, then the box
+    for model in ("init", "beside"):
+        for row in range(4):
+            assert panels[model]["1click"][row]["clicks"] == panels["trained"]["1click"][row]["clicks"]
+            assert panels[model]["box"][row]["box"] == panels["trained"]["box"][row]["box"]
+    for model, means in summary["numbers"]["sam_prompts"].items():
+        if model != "note":
+            assert means["box"] == pytest.approx(np.mean([p["iou"] for p in panels[model]["box"]]), abs=1e-4)
+
+
+def test_the_drawn_prompts_and_ious_are_those_of_the_target(sam_run):
+    """The first click lies on its item, the box is the item's bounding box, the second click is on the
+    first answer's error, and each IoU is the shown mask's against the item's visible mask."""
+    workdir, _ = sam_run
+    config = rundir.load_config(str(workdir))
+    images, _ = analysis_run.load_examples(config, 4)
+    model = models.build("sam", 1, **config.model.to_dict())
+    found = sam_prompts.answers(model, reader.read_params(str(workdir)), images, 2, (1, 2))
+    targets = found["targets"]
+    ids = np.round(images[..., 1])
+    for i, target in enumerate(targets):
+        np.testing.assert_array_equal(target, ids[i] == i % 2 + 1)  # canvas i's item i mod items
+        assert target.any()
+        (x, y), = found["prompts"]["1click"]["points"][i]
+        assert found["prompts"]["1click"]["labels"][i, 0] == 1 and target[int(y), int(x)]
+        rows, cols = np.nonzero(target)
+        np.testing.assert_array_equal(found["prompts"]["box"]["box"][i],
+                                      [cols.min(), rows.min(), cols.max(), rows.max()])
+        (x2, y2), label2 = found["prompts"]["2click"]["points"][i, 1], found["prompts"]["2click"]["labels"][i, 1]
+        first = found["prompts"]["1click"]["mask"][i]
+        if label2 >= 0:  # a click where the first answer was wrong: missed (positive) or spilled over (negative)
+            assert first[int(y2), int(x2)] != target[int(y2), int(x2)] and label2 == int(target[int(y2), int(x2)])
+        for name in ("1click", "2click", "box"):
+            mask = found["prompts"][name]["mask"][i]
+            union = np.logical_or(mask, target).sum()
+            assert found["prompts"][name]["iou"][i] == pytest.approx(np.logical_and(mask, target).sum() / union,
+                                                                     abs=1e-6)
 
 
 @pytest.mark.parametrize("model_name, objective, message", [

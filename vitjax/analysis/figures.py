@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (must follow the backend choice)
+from matplotlib.patches import Rectangle  # noqa: E402
 import numpy as np  # noqa: E402
 
 
@@ -283,4 +284,54 @@ def cls_segmentation(scores: dict[str, dict], examples: dict, path: str, *, titl
         for column, (name, picture) in enumerate(panels):
             axes[row, column].imshow(picture, cmap="gray", interpolation="nearest", vmin=0, vmax=1)
             _bare(axes[row, column], name if row == 0 else None)
+    return _save(fig, path)
+
+
+def _prompt_panel(ax, pixels, target, part: dict, row: int, title=None):
+    """A canvas with the shown mask filled, the target outlined and the prompt drawn (points as a
+    clicked pixel's column and row; a box's corners are inclusive pixels, so its edges sit half a pixel out)."""
+    ax.imshow(pixels, cmap="gray", vmin=0, vmax=255, interpolation="nearest")
+    ax.imshow(np.ma.masked_where(~part["mask"][row], np.ones(target.shape)), cmap="cool", alpha=0.45,
+              vmin=0, vmax=1, interpolation="nearest")
+    if target.any():
+        ax.contour(target.astype(float), levels=[0.5], colors="yellow", linewidths=0.8)
+    if part["points"] is not None:
+        for (x, y), label in zip(part["points"][row], part["labels"][row]):
+            if label >= 0:  # -1 pads a round whose prediction left no error to click on
+                ax.plot(x, y, "+" if label == 1 else "x", color="lime" if label == 1 else "red", ms=7, mew=1.6)
+    if part["box"] is not None:
+        x0, y0, x1, y1 = part["box"][row]
+        ax.add_patch(Rectangle((x0 - 0.5, y0 - 0.5), x1 - x0 + 1, y1 - y0 + 1, fill=False, edgecolor="cyan",
+                               linewidth=1.0))
+    ax.set_xlim(-0.5, target.shape[1] - 0.5)
+    ax.set_ylim(target.shape[0] - 0.5, -0.5)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_xlabel(f"IoU {float(part['iou'][row]):.2f}", fontsize=7, labelpad=1)
+    if title:
+        ax.set_title(title, fontsize=7)
+
+
+def sam_prompts(pixels: np.ndarray, targets: np.ndarray, answers: dict[str, dict], prompts: list[str],
+                row_labels: list[str], path: str, *, title: str) -> str:
+    """One row per item: its canvas with the item outlined, then for each model (the key of `answers`,
+    vitjax/analysis/sam_prompts.py's prompts of that model) one panel per prompt: the mask shown (filled),
+    positive clicks (+, green), negative ones (x, red), the box (cyan), and the IoU under it."""
+    count, columns = len(pixels), 1 + len(answers) * len(prompts)
+    cell = 1.15
+    fig, axes = plt.subplots(count, columns, figsize=(cell * columns + 0.6, (cell + 0.2) * count + 0.8),
+                             squeeze=False, layout="constrained")
+    for row in range(count):
+        ax = axes[row, 0]
+        ax.imshow(pixels[row], cmap="gray", vmin=0, vmax=255, interpolation="nearest")
+        if targets[row].any():
+            ax.contour(targets[row].astype(float), levels=[0.5], colors="yellow", linewidths=0.8)
+        _bare(ax, "Canvas, target" if row == 0 else None)
+        ax.set_ylabel(row_labels[row], fontsize=7)
+        for m, (label, parts) in enumerate(answers.items()):
+            for p, prompt in enumerate(prompts):
+                header = f"{textwrap.fill(label, 22)}\n{prompt}" if p == 0 else prompt
+                _prompt_panel(axes[row, 1 + m * len(prompts) + p], pixels[row], targets[row], parts[prompt], row,
+                              header if row == 0 else None)
+    fig.suptitle(textwrap.fill(title, 40 * max(2, columns // 3)), fontsize=9)
     return _save(fig, path)

@@ -1,7 +1,7 @@
 """`vitjax analyze`: figures that look inside a trained ViT (ViT paper Fig. 7), and the tables behind them.
 
     vitjax analyze --workdir DIR [--checkpoint PATH] [--out FIGDIR] [--num_images 64] [--no_init_control]
-                   [--beside OTHER_DIR]
+                   [--beside OTHER_DIR ...]
 
 Writes into FIGDIR (default DIR/analysis), each figure beside its data:
     posemb_similarity.png / .csv    cosine similarity of learned position embeddings, patch by patch
@@ -15,6 +15,9 @@ Writes into FIGDIR (default DIR/analysis), each figure beside its data:
     mae_reconstructions.png / .json an MAE run's reconstructions of test images: original, masked input,
                                     prediction, and prediction with the visible patches pasted back
                                     (vitjax/analysis/reconstruction.py)
+    sam_prompts.png / .json         SAM runs only (the figures above are skipped): the mask shown after
+                                    each evaluated click count and for the box, prompts drawn, on seen and
+                                    unseen test canvases (vitjax/analysis/sam_prompts.py)
     summary.json                    what was written, what was skipped and why, the settings, and
                                     'numbers': each figure's read-out for every model analysed
 
@@ -362,19 +365,25 @@ def model_from_config(config, params):
 
 def load_images(config, num_images: int) -> np.ndarray:
     """The first `num_images` test images of the run's dataset, preprocessed as for evaluation."""
+    return load_examples(config, num_images)[0]
+
+
+def load_examples(config, num_images: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the first `num_images` test images, preprocessed as for evaluation; their labels)."""
     from vitjax import data
     batch_size = max(1, min(num_images, 64))
     # 'test' is the data package's alias for config.data.test_split.
     batches = data.eval_batches(config.data, split="test", global_batch_size=batch_size,
                                 process_index=0, process_count=1)
-    kept, count = [], 0
+    images, labels, count = [], [], 0
     for batch in batches:
-        images = np.asarray(batch["image"])[np.asarray(batch["mask"], bool)]  # padding rows are not data
-        kept.append(images)
-        count += len(images)
+        real = np.asarray(batch["mask"], bool)  # padding rows are not data
+        images.append(np.asarray(batch["image"])[real])
+        labels.append(np.asarray(batch["label"])[real])
+        count += int(real.sum())
         if count >= num_images:
             break
-    return np.concatenate(kept)[:num_images]
+    return np.concatenate(images)[:num_images], np.concatenate(labels)[:num_images]
 
 
 def _try_load_images(config, num_images):
@@ -388,10 +397,11 @@ def _try_load_images(config, num_images):
 
 
 def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None = None,
-                    num_images: int = 64, init_control: bool = True, beside: str | None = None) -> dict:
+                    num_images: int = 64, init_control: bool = True, beside=()) -> dict:
     """Loads a run's config and newest (or the given) checkpoint and writes every analysis that applies,
     each beside the same analysis of the run's initial parameters unless `init_control` is False, and
-    the attention analyses beside those of the run `beside` (its newest checkpoint) when given."""
+    the attention analyses (a SAM run's answers to prompts) beside those of each run or checkpoint in
+    `beside` (a run's newest checkpoint) when given."""
     from vitjax import rundir, storage
     from vitjax.checkpoints import locations, reader
 
@@ -401,22 +411,103 @@ def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None
                          f"bucket URL; pass --out with a local directory (a gs:// --workdir is fine)")
     config = rundir.load_config(run_dir)
     params = reader.read_params(checkpoint or workdir)
-    model = model_from_config(config, params)
-    images, note = _try_load_images(config, num_images)
-    image_shape = images.shape[1:] if images is not None else _configured_image_shape(config)
-    init_params, control_meta = (_init_control(config, model, params, image_shape) if init_control
-                                 else (None, {"skipped": "--no_init_control"}))
-    result = analyze(model, params, images, out or rundir.file_path(run_dir, rundir.ANALYSIS), images_note=note,
-                     image_shape=image_shape, label=_run_label(run_dir, config), init_params=init_params,
-                     init_label=f"Initialised (seed {control.seed_of(config)}, untrained)",
-                     beside=[_beside_variant(beside, image_shape)] if beside else [])
-    result["meta"].update(workdir=run_dir, checkpoint=checkpoint, requested_images=num_images,
-                          init_control=control_meta, beside=beside)
+    out = out or rundir.file_path(run_dir, rundir.ANALYSIS)
+    beside = [beside] if isinstance(beside, str) else list(beside or ())
+    if config.get("objective") == "sam":
+        result = _analyze_sam(run_dir, config, params, checkpoint, out, num_images, init_control, beside)
+    else:
+        model = model_from_config(config, params)
+        images, note = _try_load_images(config, num_images)
+        image_shape = images.shape[1:] if images is not None else _configured_image_shape(config)
+        init_params, control_meta = (_init_control(config, model, params, image_shape) if init_control
+                                     else (None, {"skipped": "--no_init_control"}))
+        result = analyze(model, params, images, out, images_note=note, image_shape=image_shape,
+                         label=_run_label(run_dir, config), init_params=init_params,
+                         init_label=_init_label(config),
+                         beside=[_beside_variant(path, image_shape, i) for i, path in enumerate(beside)])
+        result["meta"]["init_control"] = control_meta
+    result["meta"].update(workdir=run_dir, checkpoint=checkpoint, requested_images=num_images, beside=beside)
     _write_json(os.path.join(result["out"], "summary.json"), result)
     return result
 
 
-def _beside_variant(workdir: str, image_shape) -> Variant:
+def _init_label(config) -> str:
+    return f"Initialised (seed {control.seed_of(config)}, untrained)"
+
+
+def _analyze_sam(run_dir, config, params, checkpoint, out, num_images, init_control, beside) -> dict:
+    """A SAM run's analysis: its answers to prompts on test canvases (vitjax/analysis/sam_prompts.py),
+    beside its initialisation and the `beside` SAM runs'; the ViT's figures do not apply."""
+    from vitjax import models
+    from vitjax.analysis import sam_prompts
+    from vitjax.data.captions import ITEMS
+
+    model = models.build("sam", 1, dtype="float32", **config.model.to_dict())
+    per_group = max(1, min(num_images, NUM_SHOW) // 2)
+    # Test canvases alternate seen and unseen (vitjax/data/canvases.py): 2 x per_group hold both groups.
+    images, groups = load_examples(config, 2 * per_group)
+    variants = [Variant(TRAINED, _checkpoint_label(run_dir, config, checkpoint), _host(params), model)]
+    control_meta = {"skipped": "--no_init_control"}
+    if init_control:
+        seed = control.seed_of(config)
+        variants.append(Variant(INIT, _init_label(config), control.initial_params(model, seed, images.shape[1:]),
+                                model))
+        control_meta = {"seed": seed, "how": "model.init(trainer.run_keys(seed)[0], zeros[1, H, W, C]): the "
+                                             "architecture at its random initialisation"
+                                             + (", without init_from's encoder" if config.get("init_from") else "")}
+    variants += [_sam_beside_variant(path, images.shape[1], i) for i, path in enumerate(beside)]
+    if _writes():
+        os.makedirs(out, exist_ok=True)
+    canvas = config.data.canvases
+    files, numbers = sam_prompts.section(
+        variants, images, groups, int(canvas.num_items), tuple(config.sam.eval_clicks), out, per_group=per_group,
+        class_names=ITEMS if canvas.base == "fashion_mnist" else None)
+    reason = "a SAM run: these figures are the ViT classifier's (a SAM's analysis is sam_prompts)"
+    skipped = {name: reason for name in ("posemb_similarity", "filter_pca", "attention_distance", "attention_maps",
+                                         "cls_segmentation")}
+    return {"out": out, "written": {"sam_prompts": files}, "skipped": skipped,
+            "meta": {"model": "SAM", "models": [v.name for v in variants], "init_control": control_meta},
+            "numbers": {"sam_prompts": numbers}}
+
+
+def _sam_beside_variant(path: str, canvas: int, index: int) -> Variant:
+    """Another SAM run (or checkpoint) drawn beside the analysed one, on the analysed run's canvases."""
+    from vitjax import models, rundir
+    from vitjax.checkpoints import locations, reader
+    run_dir = locations.locate(path).run_dir
+    config = rundir.load_config(run_dir)
+    if config.get("objective") != "sam":
+        raise ValueError(f"--beside {path}: a {config.get('objective', 'supervised')} run; a SAM run is drawn "
+                         f"beside SAM runs only")
+    model = models.build("sam", 1, dtype="float32", **config.model.to_dict())
+    if canvas > model.image_size:
+        raise ValueError(f"--beside {path}: its SAM takes images of {model.image_size} pixels, smaller than the "
+                         f"analysed run's {canvas}-pixel canvases; draw beside it a SAM of image_size >= {canvas}")
+    return Variant(_beside_name(index), _checkpoint_label(run_dir, config, path), _host(reader.read_params(path)),
+                   model)
+
+
+def _checkpoint_label(run_dir: str, config, path: str | None) -> str:
+    """`_run_label`, with the step or 'best' when `path` names one checkpoint: two checkpoints of one run
+    drawn side by side keep apart."""
+    from vitjax.checkpoints import locations
+    label = _run_label(run_dir, config)
+    if not path:
+        return label
+    location = locations.locate(path)
+    if location.step is not None:
+        label += f", step {location.step}"
+    if os.path.basename(os.path.normpath(location.checkpoint_dir)) == locations.BEST_CHECKPOINT:
+        label += ", best validation"
+    return label
+
+
+def _beside_name(index: int) -> str:
+    """The `model` column of the index-th run drawn beside: 'beside', 'beside_2', ..."""
+    return BESIDE if index == 0 else f"{BESIDE}_{index + 1}"
+
+
+def _beside_variant(workdir: str, image_shape, index: int = 0) -> Variant:
     """Another run drawn beside the analysed one (e.g. the supervised ViT beside a DINO run); refused
     unless its parameters fit the analysed run's images (`image_shape`, when known)."""
     import flax.linen as nn
@@ -438,7 +529,7 @@ def _beside_variant(workdir: str, image_shape) -> Variant:
             raise ValueError(f"--beside {workdir}: its parameters do not fit the analysed run's images of shape "
                              f"{tuple(image_shape)} (another channel count or image size); draw beside it a run "
                              f"trained on the same images") from None
-    return Variant(BESIDE, _run_label(run_dir, config), params, model)
+    return Variant(_beside_name(index), _run_label(run_dir, config), params, model)
 
 
 def _run_label(run_dir: str, config) -> str:
@@ -477,10 +568,13 @@ def main_args(parser) -> None:
                         help="a checkpoints/<step> directory, or another run's workdir or checkpoints/ "
                              "directory (default: the newest checkpoint in --workdir)")
     parser.add_argument("--out", default=None, help="where figures and tables go (default: WORKDIR/analysis)")
-    parser.add_argument("--num_images", type=int, default=64, help="test images for the attention figures")
-    parser.add_argument("--beside", default=None, metavar="WORKDIR",
-                        help="another run of the same patch grid (e.g. the supervised ViT beside a DINO run): "
-                             "its attention distance, maps and CLS segmentation drawn beside this run's")
+    parser.add_argument("--num_images", type=int, default=64,
+                        help="test images for the attention figures (a SAM run draws at most "
+                             f"{NUM_SHOW} canvases, half seen, half unseen)")
+    parser.add_argument("--beside", nargs="+", default=(), metavar="WORKDIR",
+                        help="other runs or checkpoints of the same patch grid (e.g. the supervised ViT beside a "
+                             "DINO run): their attention distance, maps and CLS segmentation drawn beside this "
+                             "run's; for a SAM run, other SAM runs' answers to the same prompts")
     parser.add_argument("--no_init_control", dest="init_control", action="store_false",
                         help="analyse the trained model alone, without the same architecture at its "
                              "initialisation beside it in every figure and table")

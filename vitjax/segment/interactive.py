@@ -30,10 +30,14 @@ from vitjax.segment.mask_losses import mask_iou
 @dataclasses.dataclass(frozen=True)
 class Prediction:
     """One round's answer: logits at the targets' size [n, masks, H, W], low-resolution logits
-    [n, masks, m, m] and IoU predictions [n, masks]."""
+    [n, masks, m, m] and IoU predictions [n, masks]; and the prompt it answered: every point so far
+    [n, k, 2] with its labels [n, k], or the box [n, 4] (None where the round had none)."""
     logits: jax.Array
     low_res: jax.Array
     iou: jax.Array
+    points: jax.Array | None = None
+    labels: jax.Array | None = None
+    boxes: jax.Array | None = None
 
     def best(self) -> jax.Array:
         """[n]: the index of the answer with the highest predicted IoU."""
@@ -77,7 +81,7 @@ def simulate(decode: Callable, targets, key, *, first: str = "point", clicks: in
     for round_index in range(clicks + 1):
         multimask = multimask_first and first == "point" and round_index == 0
         low_res, iou = decode(points, labels, boxes, mask_input, multimask)
-        rounds.append(Prediction(_at_size(low_res, targets.shape[1:]), low_res, iou))
+        rounds.append(Prediction(_at_size(low_res, targets.shape[1:]), low_res, iou, points, labels, boxes))
         if round_index == clicks:
             break
         logits, low = rounds[-1].shown()
