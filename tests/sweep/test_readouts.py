@@ -714,3 +714,28 @@ def test_an_arms_report_holds_its_own_ladders_only(tmp_path):
 
 def test_every_arm_the_ladders_train_has_its_read_outs():
     assert set(readouts.BUDGET_ARMS) == set(readouts.ladder_sweep.ARMS)
+
+
+def test_the_decision_figure_averages_paired_gaps_and_leaves_out_a_seed_split_over_hosts(tmp_path):
+    """experiments/decision_figure.py: each family at the committed rung, mean and SE over seeds; G* per
+    seed only where its two runs share a pair_key."""
+    figure = load_module(os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "decision_figure.py"))
+    committed = tmp_path / "convergence.json"
+    committed.write_text(json.dumps(readouts.convergence(_ladder_table())))  # ViT 55k at 4x, the rest at 1x
+    rungs = {("vit", 550): 1, ("bit", 550): 1, ("vit", 55_000): 4, ("bit", 55_000): 1}
+    tuned = [ladder_row(f, n, seed, m, 0, test, key=key) for (f, n), m in rungs.items()
+             for seed, test, key in ((0, 70.0, "A"), (1, 72.0, "B"), (2, 74.0, "C"))]
+    tuned = [{**r, "accuracy": r["accuracy"] + (0.05 if r["family"] == "bit" else 0)} for r in tuned]
+    tuned[-1]["pair_key"] = "D"  # seed 2's 55k BiT on another host: its 55k gap is not paired
+    workdir = _write_table(tmp_path / "tuned", tuned)
+    plain = _write_table(tmp_path / "plain", tuned[:4])
+    out = tmp_path / "decision"
+    assert figure.main(["--tuned", workdir, "--plain", plain, "--chosen", str(committed), "--out", str(out)]) == 0
+    found = json.loads((tmp_path / "decision.json").read_text())
+    assert found["tuned"]["accuracy"]["vit"]["550"]["mean"] == pytest.approx(72.0)
+    assert found["tuned"]["accuracy"]["vit"]["550"]["se"] == pytest.approx(2 / 3 ** 0.5, abs=1e-4)  # sd 2, n 3
+    assert found["tuned"]["gap"]["550"]["seeds"] == [0, 1, 2] and found["tuned"]["gap"]["550"]["mean"] == \
+        pytest.approx(5.0)
+    assert found["tuned"]["gap"]["55000"]["seeds"] == [0, 1]
+    assert found["plain"]["gap"]["550"]["se"] is None  # one seed: no error bar
+    assert (tmp_path / "decision.png").stat().st_size > 0
