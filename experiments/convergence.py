@@ -33,7 +33,12 @@ them. Beside them each part trains, for the same seeds and sizes, the plain runs
 with (its controls: the plain families at their converged multiples), so that a seed's terms share one
 host and code; `controls=false` leaves them out where the committed plain runs already share the arm's
 host and code. Arms run in one workdir share their controls (a finished run is not trained again), and
-`readouts.py --arms` picks each arm's ladders out by name. Its table and figure:
+`readouts.py --arms` picks each arm's ladders out by name; `sizes=A+B` trains only those of an arm's sizes,
+so that a part fits a sitting of ~2 h on 2 cores. Estimates: each part's steps (cooldown branches at 20%
+of theirs) at the primed seed 1's measured rates on the AMD host (ViT 0.135 s a step, BiT 0.23, validation
+included), controls counted once: `reg` as sizes=550+1700 ~1.6 h, sizes=5500 ~0.7 h, sizes=55000 ~2.1 h;
+`size` as sizes=550 ~1 h, sizes=55000 ~2.1 h (its narrower models are faster: an upper bound); `deit`
+whole ~1-1.5 h (its teacher's forward pass on top of a ViT step). Its table and figure:
 `python experiments/convergence_report.py runs/arms --arm ARM --out experiments/results/convergence/arms/ARM`,
 which is also where `:part=arm_seeds` reads the chosen multiples.
 
@@ -126,18 +131,22 @@ def arm_chosen_file(arm: str) -> str:
     return os.path.join(_HERE, "results", "convergence", "arms", arm, "convergence.json")
 
 
-def arm_runs(arm: str, other_seeds: bool = False, controls: bool = True) -> list:
+def arm_runs(arm: str, other_seeds: bool = False, controls: bool = True, sizes: tuple | None = None) -> list:
     """Seed 0's ladders of `arm` (or, with `other_seeds`, its other seeds at the chosen multiples), from
     the runs its own sweep file gives at the protocol's budget; with `controls`, each of those seeds'
     plain-arm runs its read-outs pair with, at the plain ladders' chosen multiples, so that every term
-    of a seed trains on one host and code."""
+    of a seed trains on one host and code. `sizes`: only those of the arm's sizes (a part of it)."""
     if arm not in ARMS:
         raise ValueError(f"arm={arm!r}; the arms are {', '.join(ARMS)}")
     spec = ARMS[arm]
+    wanted = spec.sizes if sizes is None else sizes
+    if not set(wanted) <= set(spec.sizes):
+        raise ValueError(f"sizes={'+'.join(map(str, wanted))}: arm {arm!r} reads sizes "
+                         f"{'+'.join(map(str, spec.sizes))}; name some of them")
     runs, seeds_at = [], {}
     for name, config, overrides in load_module(os.path.join(_HERE, spec.file)).get_runs(spec.arg):
         model, size, seed = name.rsplit("_n", 1)[0], overrides["data.train_size"], overrides["seed"]
-        if model not in spec.ladders or size not in spec.sizes or (seed != 0) != other_seeds:
+        if model not in spec.ladders or size not in wanted or (seed != 0) != other_seeds:
             continue
         seeds_at.setdefault(size, set()).add(seed)
         if other_seeds:
@@ -158,7 +167,14 @@ def get_runs(arg=None):
         if controls not in ("true", "false"):
             raise ValueError(f"controls={controls!r}: true (the default: the plain runs the arm pairs with, "
                              f"on its host) or false (the arm's own runs alone)")
-        return arm_runs(settings.get("arm"), other_seeds=part == "arm_seeds", controls=controls == "true")
+        sizes = settings.get("sizes")
+        try:
+            sizes = None if sizes is None else tuple(int(n) for n in sizes.split("+"))
+        except ValueError:
+            raise ValueError(f"sizes={settings['sizes']!r}: training-set sizes joined by '+', e.g. "
+                             f"sizes=550+1700") from None
+        return arm_runs(settings.get("arm"), other_seeds=part == "arm_seeds", controls=controls == "true",
+                        sizes=sizes)
     if part in SEED_PARTS:
         return [run for sizes, seeds in SEED_PARTS[part] for size in sizes for seed in seeds
                 for model, config in MODELS.items() for run in converged_runs(model, config, size, seed)]

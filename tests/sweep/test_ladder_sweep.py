@@ -128,6 +128,20 @@ def test_an_arms_part_trains_the_plain_runs_it_pairs_with_on_its_host():
         convergence.get_runs("part=arm,arm=reg,controls=no")
 
 
+def test_an_arm_splits_by_size_into_parts_that_together_are_the_whole():
+    """`sizes=A+B` keeps those sizes' ladders and controls: the reg arm's three parts are its whole part."""
+    convergence = load_module(os.path.join(ROOT, "experiments", "convergence.py"))
+    names = lambda arg: [name for name, _, _ in convergence.get_runs(arg)]  # noqa: E731
+    whole = names("part=arm,arm=reg")
+    parts = [names(f"part=arm,arm=reg,sizes={sizes}") for sizes in ("550+1700", "5500", "55000")]
+    assert sorted(sum(parts, [])) == sorted(whole) and all(parts)
+    assert all("_n55000_" in name for name in parts[2])
+    with pytest.raises(ValueError, match="arm 'size' reads sizes 550\\+55000"):
+        convergence.get_runs("part=arm,arm=size,sizes=5500")
+    with pytest.raises(ValueError, match="sizes='55k'"):
+        convergence.get_runs("part=arm,arm=size,sizes=55k")
+
+
 def test_an_arms_other_seeds_train_at_the_multiple_its_ladder_chose(tmp_path, monkeypatch):
     convergence = load_module(os.path.join(ROOT, "experiments", "convergence.py"))
     chosen = tmp_path / "convergence.json"
