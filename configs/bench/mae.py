@@ -3,12 +3,14 @@ r"""An MAE on synthetic images, for `vitjax bench` beside the same ViT's supervi
     vitjax bench --config configs/bench/mae.py:variant=B/16,batch=8 --beside configs/bench/vit.py:variant=B/16,batch=8 --no_timm
     vitjax bench --config configs/bench/mae.py:variant=Ti/4,res=28,channels=1,batch=128,decoder_width=64,decoder_depth=2,decoder_heads=4 \
         --beside configs/bench/vit.py:variant=Ti/4,res=28,channels=1,batch=128 --no_timm
+    vitjax bench --config configs/bench/mae.py:variant=B/16,batch=8 --no_infer    # beside the official MAE in PyTorch
 Same arguments as configs/bench/vit.py (`variant`, `res`, `channels`, `batch`, `classes`), so the two
 commands' encoders are the same ViT, plus the decoder (`decoder_width`, `decoder_depth`,
 `decoder_heads`; the official ViT-B/16 MAE's 512, 8, 16 by default, heavier than a Ti encoder: the
 second command scales it down with the encoder) and `mask_ratio` (0.75). The
 summary's ratio 'train vitjax/vitjax[configs/bench/vit.py...]' is the MAE step's images per second
-over the supervised ViT's. `--no_timm`: timm has no MAE to compare with.
+over the supervised ViT's. Without `--no_timm` the step is timed beside the official MAE's computation
+in PyTorch, built from timm's blocks (vitjax/bench/torch_mae.py): 'train vitjax/timm'.
 Expected (measured 2026-12-03 on 2 idle CPU cores, experiments/bench/cpu.sh's line for the Fashion-MNIST
 configs, --rounds 5): configs/fashion_mnist/mae.py's step (the default ViT's encoder on 12 of 49
 patches, a 2-block 64-wide decoder on all 49) at 1,253 img/s beside configs/fashion_mnist/vit.py's

@@ -7,6 +7,7 @@
     vitjax bench --config configs/fashion_mnist/vit.py --profile runs/profile --no_timm   # + per-op table
     vitjax bench --no_timm --against 'model.kernels=()'   # the train step with one override, side by side
     vitjax bench --config configs/bench/mae.py --beside configs/bench/vit.py --no_timm   # MAE beside its ViT
+    vitjax bench --config configs/bench/mae.py --no_infer   # MAE beside the official MAE's step in PyTorch
     vitjax bench --config configs/bench/sam.py     # SAM's image encoder and prompts beside segment-anything's
 
 Prints a table and writes the same figures as JSON (--out). Heavy modules (jax, torch, the data

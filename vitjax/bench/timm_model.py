@@ -1,7 +1,7 @@
 """The same model in timm (PyTorch): an AdamW train step and inference on the same batch.
 
 The network is the family's timm counterpart (timm_nets.py: ViT -> VisionTransformer, Swin ->
-SwinTransformer with vitjax's weights), on the same batch and image size, with the same optimiser
+SwinTransformer with vitjax's weights, MAE -> the official MAE built from timm's blocks), on the same batch and image size, with the same optimiser
 settings (learning rate, decoupled weight decay on what vitjax decays, gradient clipping). On a GPU the
 bf16 variant runs under autocast, and `compile=True` wraps the model in torch.compile.
 """
@@ -46,9 +46,8 @@ def build(config, model, image_shape, num_classes: int, host_batch: dict, *, dev
         net.train()
         optimizer.zero_grad(set_to_none=True)
         with autocast():
-            logits = run_net(images)
-        loss = torch.nn.functional.cross_entropy(logits.float(), labels,
-                                                 label_smoothing=config.label_smoothing)
+            output = run_net(images)
+        loss = timm_nets.loss(model, output, labels, config)
         loss.backward()
         if config.grad_clip_norm:
             torch.nn.utils.clip_grad_norm_(net.parameters(), config.grad_clip_norm)

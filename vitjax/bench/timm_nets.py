@@ -10,6 +10,9 @@
   networks are one function: the builder checks that both give the same features on the first images
   of the batch (info["forward_check"]). The features before the head are compared, not the logits,
   because vitjax zero-initialises the head and every logit would agree trivially.
+- MAE -> the official MAE's computation from timm's blocks (torch_mae.py), timm's random weights; the
+  builder checks that its trainable parameters number vitjax's MAE's (info["parameter_check"]). Its
+  forward returns the loss, so the train step's loss is the network's output.
 
 Adding a family: a `Family` entry with its check, builder and weight-decay rule.
 """
@@ -71,6 +74,36 @@ def _swin(model, image_shape, num_classes: int, params, images) -> tuple:
     return net, info
 
 
+def _mae(model, image_shape, num_classes: int, params, images) -> tuple:
+    import torch
+
+    from vitjax.bench.torch_mae import MaskedAutoencoder
+    from vitjax.models.mae import num_visible
+
+    size, patch = model.dims()
+    torch.manual_seed(0)
+    decoder_mlp = model.decoder_mlp_dim or 4 * model.decoder_width
+    net = MaskedAutoencoder(
+        image_shape, patch, size.width, size.depth, size.num_heads, size.mlp_dim / size.width, model.decoder_width,
+        model.decoder_depth, model.decoder_heads, decoder_mlp / model.decoder_width, model.mask_ratio,
+        model.norm_pix_loss, num_visible((image_shape[0] // patch) * (image_shape[1] // patch), model.mask_ratio))
+    info = {"weights": "timm's random initialisation (dense arithmetic: values do not change the speed)"}
+    if params is not None:
+        ours = sum(int(np.size(leaf)) for leaf in _leaves(params))
+        theirs = sum(p.numel() for p in net.parameters())
+        if ours != theirs:
+            raise ValueError(f"the PyTorch MAE has {theirs:,} trainable parameters and vitjax's {ours:,}: the two "
+                             f"networks differ")
+        info["parameter_check"] = {"parameters": ours}
+    return net, info
+
+
+def _leaves(params) -> list:
+    import jax
+    from flax.core import meta
+    return jax.tree.leaves(meta.unbox(params))
+
+
 def _same_features(model, params, net, images) -> dict:
     """Relative error of timm's pooled features against vitjax's on `images` (NHWC numpy); ValueError
     above FORWARD_CHECK_TOLERANCE."""
@@ -94,11 +127,17 @@ def _same_features(model, params, net, images) -> dict:
     return {"images": len(images), "relative_error_of_features": error}
 
 
+def _cross_entropy(logits, labels, config):
+    import torch
+    return torch.nn.functional.cross_entropy(logits.float(), labels, label_smoothing=config.label_smoothing)
+
+
 @dataclasses.dataclass(frozen=True)
 class Family:
     check: Callable  # model -> None, ValueError where timm has no counterpart
     build: Callable  # (model, image_shape, num_classes, params, images) -> (torch module, info)
     decays: Callable  # (parameter name, tensor) -> whether AdamW decays it
+    loss: Callable = _cross_entropy  # (network output, labels, config) -> the train step's loss
 
 
 FAMILIES = {
@@ -107,6 +146,9 @@ FAMILIES = {
     # vitjax decays kernels only (vitjax.train.optimizer.decay_mask), not the bias tables.
     models.Swin: Family(lambda model: None, _swin,
                         lambda name, p: p.ndim > 1 and not name.endswith("relative_position_bias_table")),
+    # vitjax decays kernels only: the linear and convolution weights, not the CLS and mask tokens.
+    models.MAE: Family(lambda model: None, _mae, lambda name, p: p.ndim > 1 and name.endswith("weight"),
+                       lambda loss, labels, config: loss),
 }
 
 
@@ -133,3 +175,8 @@ def build(model, image_shape, num_classes: int, *, params=None, images=None) -> 
 
 def decays(model, name: str, parameter) -> bool:
     return family(model).decays(name, parameter)
+
+
+def loss(model, output, labels, config):
+    """The train step's loss from the network's output: cross-entropy, or the MAE's own."""
+    return family(model).loss(output, labels, config)
