@@ -14,7 +14,7 @@ pytest.importorskip("timm")
 
 from vitjax import cli, models  # noqa: E402
 from vitjax.bench import timm_nets  # noqa: E402
-from vitjax.bench.torch_mae import MaskedAutoencoder, sincos_table  # noqa: E402
+from vitjax.bench import torch_mae  # noqa: E402
 from vitjax.models.mae import mae_loss, patchify  # noqa: E402
 from vitjax.models.posemb import sincos_2d_mae  # noqa: E402
 
@@ -25,11 +25,11 @@ TINY_MAE = dict(variant=None, patch_size=4, width=16, depth=2, mlp_dim=32, num_h
 
 
 def _net(norm_pix_loss=True):
-    return MaskedAutoencoder((16, 12, 3), 4, 16, 2, 2, 2.0, 8, 1, 2, 4.0, 0.75, norm_pix_loss, kept=3)
+    return torch_mae.build((16, 12, 3), 4, 16, 2, 2, 2.0, 8, 1, 2, 4.0, norm_pix_loss, kept=3)
 
 
 def test_the_position_table_is_vitjaxs_with_a_zero_row_for_cls():
-    table = sincos_table(32, 4, 3)
+    table = torch_mae.sincos_table(32, 4, 3)
     np.testing.assert_array_equal(table[0], 0)
     np.testing.assert_allclose(table[1:], sincos_2d_mae((4, 3), 32), atol=1e-7)
 

@@ -77,16 +77,16 @@ def _swin(model, image_shape, num_classes: int, params, images) -> tuple:
 def _mae(model, image_shape, num_classes: int, params, images) -> tuple:
     import torch
 
-    from vitjax.bench.torch_mae import MaskedAutoencoder
+    from vitjax.bench import torch_mae
     from vitjax.models.mae import num_visible
 
     size, patch = model.dims()
     torch.manual_seed(0)
     decoder_mlp = model.decoder_mlp_dim or 4 * model.decoder_width
-    net = MaskedAutoencoder(
+    net = torch_mae.build(
         image_shape, patch, size.width, size.depth, size.num_heads, size.mlp_dim / size.width, model.decoder_width,
-        model.decoder_depth, model.decoder_heads, decoder_mlp / model.decoder_width, model.mask_ratio,
-        model.norm_pix_loss, num_visible((image_shape[0] // patch) * (image_shape[1] // patch), model.mask_ratio))
+        model.decoder_depth, model.decoder_heads, decoder_mlp / model.decoder_width, model.norm_pix_loss,
+        num_visible((image_shape[0] // patch) * (image_shape[1] // patch), model.mask_ratio))
     info = {"weights": "timm's random initialisation (dense arithmetic: values do not change the speed)"}
     if params is not None:
         ours = sum(int(np.size(leaf)) for leaf in _leaves(params))
