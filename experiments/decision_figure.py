@@ -71,6 +71,10 @@ def _errorbar(ax, points: dict, label: str, colour: str, marker: str, linestyle:
                 label=f"{label} (seeds per size: {', '.join(str(len(points[n]['seeds'])) for n in sizes)})")
 
 
+def _listed(seeds: list) -> str:
+    return ", ".join(map(str, seeds))
+
+
 def figure(found: dict, path: str) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 4.8))
     for arm, linestyle in ARMS.items():
@@ -92,9 +96,11 @@ def figure(found: dict, path: str) -> None:
     right.axhline(0, color="grey", linewidth=0.8)
     right.set_ylabel("BiT minus ViT, paired within a seed (accuracy points)")
     right.set_title("G* = BiT - ViT: mean ± SE of the per-seed differences", fontsize=9)
-    fig.suptitle("Fashion-MNIST, converged budgets (the committed ladder's rung per family and size); tuned: each "
-                 "family's lr and weight decay picked on validation; plain: the configs' Adam 2e-3, wd 1e-4",
-                 fontsize=9)
+    seeds = {arm: sorted({s for points in v["accuracy"].values() for p in points.values() for s in p["seeds"]})
+             for arm, v in found.items()}
+    fig.suptitle("Fashion-MNIST, converged budgets (the committed ladder's rung per family and size)\ntuned: each "
+                 f"family's lr and weight decay picked on validation, seeds {_listed(seeds['tuned'])}; plain: the "
+                 f"configs' Adam 2e-3, wd 1e-4, seeds {_listed(seeds['plain'])}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
