@@ -1,8 +1,9 @@
 """The same model in timm (PyTorch): an AdamW train step and inference on the same batch.
 
 The network is the family's timm counterpart (timm_nets.py: ViT -> VisionTransformer, Swin ->
-SwinTransformer with vitjax's weights, MAE -> the official MAE built from timm's blocks), on the same batch and image size, with the same optimiser
-settings (learning rate, decoupled weight decay on what vitjax decays, gradient clipping). On a GPU the
+SwinTransformer with vitjax's weights, MAE -> the official MAE built from timm's blocks), on the same
+batch and image size, with the same optimiser settings (learning rate, decoupled weight decay on what
+vitjax decays, gradient clipping). On a GPU the
 bf16 variant runs under autocast, and `compile=True` wraps the model in torch.compile.
 """
 import functools

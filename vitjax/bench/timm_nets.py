@@ -14,7 +14,8 @@
   builder checks that its trainable parameters number vitjax's MAE's (info["parameter_check"]). Its
   forward returns the loss, so the train step's loss is the network's output.
 
-Adding a family: a `Family` entry with its check, builder and weight-decay rule.
+Adding a family: a `Family` entry with its check, builder, weight-decay rule and, where it is not
+cross-entropy on the output, its loss.
 """
 import dataclasses
 from typing import Callable
