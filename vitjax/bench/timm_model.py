@@ -3,8 +3,8 @@
 The network is the family's timm counterpart (timm_nets.py: ViT -> VisionTransformer, Swin ->
 SwinTransformer with vitjax's weights, MAE -> the official MAE built from timm's blocks), on the same
 batch and image size, with the same optimiser settings (learning rate, decoupled weight decay on what
-vitjax decays, gradient clipping). On a GPU the
-bf16 variant runs under autocast, and `compile=True` wraps the model in torch.compile.
+vitjax decays, gradient clipping). On a GPU the bf16 variant runs under autocast, and `compile=True`
+wraps the model in torch.compile.
 """
 import functools
 import time
