@@ -350,7 +350,7 @@ def _host(params) -> dict:
 
 def model_from_config(config, params):
     """The run's model; the class count is read off the head kernel, so no dataset is needed (an MAE,
-    which predicts pixels, and a DINO network, which scores prototypes, have no head and need none).
+    which predicts pixels, a DINO network, which scores prototypes, and a SAM have no head and need none).
 
     Computation is float32 whatever the run's dtype: this is a handful of forward passes, and
     distances and maps should not carry bfloat16 rounding.
@@ -358,7 +358,7 @@ def model_from_config(config, params):
     from vitjax import models
     num_classes = int(np.shape(params["head"]["kernel"])[-1]) if "head" in params else None
     model = models.build(config.model_name, num_classes or 1, dtype="float32", **config.model.to_dict())
-    if num_classes is None and not isinstance(model, (models.MAE, models.DINO)):
+    if num_classes is None and not isinstance(model, (models.MAE, models.DINO, models.SAM)):
         raise ValueError("the checkpoint has no 'head' parameters; cannot tell the number of classes")
     return model
 
@@ -438,11 +438,10 @@ def _init_label(config) -> str:
 def _analyze_sam(run_dir, config, params, checkpoint, out, num_images, init_control, beside) -> dict:
     """A SAM run's analysis: its answers to prompts on test canvases (vitjax/analysis/sam_prompts.py),
     beside its initialisation and the `beside` SAM runs'; the ViT's figures do not apply."""
-    from vitjax import models
     from vitjax.analysis import sam_prompts
     from vitjax.data.captions import ITEMS
 
-    model = models.build("sam", 1, dtype="float32", **config.model.to_dict())
+    model = model_from_config(config, params)
     per_group = max(1, min(num_images, NUM_SHOW) // 2)
     # Test canvases alternate seen and unseen (vitjax/data/canvases.py): 2 x per_group hold both groups.
     images, groups = load_examples(config, 2 * per_group)
@@ -472,19 +471,19 @@ def _analyze_sam(run_dir, config, params, checkpoint, out, num_images, init_cont
 
 def _sam_beside_variant(path: str, canvas: int, index: int) -> Variant:
     """Another SAM run (or checkpoint) drawn beside the analysed one, on the analysed run's canvases."""
-    from vitjax import models, rundir
+    from vitjax import rundir
     from vitjax.checkpoints import locations, reader
     run_dir = locations.locate(path).run_dir
     config = rundir.load_config(run_dir)
     if config.get("objective") != "sam":
         raise ValueError(f"--beside {path}: a {config.get('objective', 'supervised')} run; a SAM run is drawn "
                          f"beside SAM runs only")
-    model = models.build("sam", 1, dtype="float32", **config.model.to_dict())
+    params = _host(reader.read_params(path))
+    model = model_from_config(config, params)
     if canvas > model.image_size:
         raise ValueError(f"--beside {path}: its SAM takes images of {model.image_size} pixels, smaller than the "
                          f"analysed run's {canvas}-pixel canvases; draw beside it a SAM of image_size >= {canvas}")
-    return Variant(_beside_name(index), _checkpoint_label(run_dir, config, path), _host(reader.read_params(path)),
-                   model)
+    return Variant(_beside_name(index), _checkpoint_label(run_dir, config, path), params, model)
 
 
 def _checkpoint_label(run_dir: str, config, path: str | None) -> str:
