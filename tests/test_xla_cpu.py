@@ -112,14 +112,17 @@ def test_requested_device_count(environ, wanted):
     assert xla_cpu.requested_devices(environ) == wanted
 
 
-def test_a_family_measured_faster_on_one_device_defaults_to_it_unless_asked():
-    assert xla_cpu.ONE_DEVICE_FAMILIES and xla_cpu.ONE_DEVICE_FAMILIES <= set(models.FAMILIES)
-    assert "vit" not in xla_cpu.ONE_DEVICE_FAMILIES  # the split was measured for the ViT and kept
-    for family in models.FAMILIES:
-        default = xla_cpu.default_devices(family)
-        assert default == (1 if family in xla_cpu.ONE_DEVICE_FAMILIES else xla_cpu.DEFAULT_DEVICES)
-        assert xla_cpu.requested_devices({}, default) == default
-        assert xla_cpu.requested_devices({"VITJAX_CPU_DEVICES": "4"}, default) == 4  # the user's count wins
+@pytest.mark.parametrize("batch, accum, default", [
+    (128, 1, xla_cpu.DEFAULT_DEVICES),  # the configs' batch: 32 examples a device
+    (32, 1, xla_cpu.DEFAULT_DEVICES),   # exactly MIN_DEVICE_BATCH a device
+    (16, 1, 1),
+    (8, 1, 1),                          # Swin-T's bench batch: 2 a device, 1.18x faster on one
+    (128, 8, 1),                        # the micro-batch is what a device gets
+])
+def test_the_default_count_leaves_each_device_enough_examples(batch, accum, default):
+    assert xla_cpu.default_devices(_config(batch, 500, accum)) == default
+    assert xla_cpu.requested_devices({}, default) == default
+    assert xla_cpu.requested_devices({"VITJAX_CPU_DEVICES": "4"}, default) == 4  # the user's count wins
 
 
 @pytest.mark.parametrize("value", ["0", "four", "-2"])
@@ -173,11 +176,10 @@ def test_the_config_and_the_environment_win():
                        "VITJAX_XLA_CPU_DEFAULTS=0; why: vitjax/xla_cpu.py)"]
 
 
-def test_choose_gives_a_one_device_family_one_device():
-    family = sorted(xla_cpu.ONE_DEVICE_FAMILIES)[0]
-    printed, chosen = _choose(f"config.model_name = {family!r}")
+def test_choose_keeps_one_device_for_a_small_batch():
+    printed, chosen = _choose("config.batch_size = 16")
     assert chosen["devices"] == 1 and printed[0].startswith("CPU: 1 XLA device,")
-    _, chosen = _choose(f"config.model_name = {family!r}", VITJAX_CPU_DEVICES="4")
+    _, chosen = _choose("config.batch_size = 16", VITJAX_CPU_DEVICES="4")
     assert chosen["devices"] == 4
 
 

@@ -22,8 +22,9 @@ are in experiments/results/bench/README.md:
     them in again (the default config's train step: 1.7x faster);
   * 4 XLA devices trained data-parallel overlap one quarter's small, memory-bound operations with
     another's work (the default config +16% across processes, 1.25x in one; less or nothing for bigger
-    models); the count halves until it divides the (micro-)batch and the eval batch; the families of
-    ONE_DEVICE_FAMILIES (Swin) keep JAX's single device, which trained them faster;
+    models); the count halves until it divides the (micro-)batch and the eval batch; a (micro-)batch
+    that would leave a device fewer than MIN_DEVICE_BATCH examples keeps JAX's single device, which
+    trained those faster;
   * YNNPACK for reductions only (jaxlib 0.10), so matmuls go to Eigen and elementwise chains to XLA's
     fusions (the default config's train step 1.10x faster);
   * the model kernels of vitjax/models/kernels.py (LayerNorm's closed-form backward pass 1.24x,
@@ -44,10 +45,13 @@ ENV_DEVICES = "VITJAX_CPU_DEVICES"        # N: that many devices; 1: JAX's singl
 ENV_DEFAULTS = "VITJAX_XLA_CPU_DEFAULTS"  # 0: no XLA options, no model kernels
 
 DEFAULT_DEVICES = 4
-# Model families whose train step measured faster on JAX's single CPU device than on DEFAULT_DEVICES
-# (experiments/bench/device_split.py; figures in experiments/results/bench/README.md): their default is 1.
-# Swin-T at batch 8 ran 1.18x faster on one device; the ViT, BiT, MAE and DINO configs did not gain.
-ONE_DEVICE_FAMILIES = frozenset({"swin"})
+# The split pays only when each device gets enough of the (micro-)batch; below this many examples per
+# device the default is JAX's single device (experiments/bench/device_split.py; bench README, "The device
+# split: what decides it"). 1-device over 4-device speed: the default ViT at 2 / 4 / 8 / 32 examples a
+# device 1.67 / 1.19 / 1.08 / 0.79, Swin-T at 2 / 8 1.18 / 0.91, ViT-Ti/16 at 4 0.96. The threshold moves
+# with the model's work per example; 4, 8 and 16 each get ten of the twelve workloads right, and 8's two
+# misses cost least (8% and 4%; 16's 10% and 4%, 4's 19% and 8%). One or four: two was not measured.
+MIN_DEVICE_BATCH = 8
 DEFAULT_MESH = {"data": -1, "fsdp": 1, "model": 1, "dcn_data": 1}
 # Per-compilation options (jax.jit's compiler_options), for the jaxlib versions they were measured on:
 # an option a jaxlib does not know fails the compilation.
@@ -125,9 +129,11 @@ def tcmalloc_loaded() -> bool:
         return False
 
 
-def default_devices(model_name: str) -> int:
-    """The device count a config of this model family gets unless VITJAX_CPU_DEVICES names one."""
-    return 1 if model_name in ONE_DEVICE_FAMILIES else DEFAULT_DEVICES
+def default_devices(config) -> int:
+    """The device count `config` gets unless VITJAX_CPU_DEVICES names one: DEFAULT_DEVICES when each
+    would get at least MIN_DEVICE_BATCH examples of a (micro-)batch, else 1."""
+    micro_batch = config.batch_size // config.grad_accum_steps
+    return DEFAULT_DEVICES if micro_batch >= MIN_DEVICE_BATCH * DEFAULT_DEVICES else 1
 
 
 def requested_devices(environ=None, default: int = DEFAULT_DEVICES) -> int | None:
@@ -223,7 +229,7 @@ def with_collective_patience(xla_flags: str) -> str:
 
 
 def _set_device_count(jax, config) -> int | None:
-    wanted = requested_devices(default=default_devices(config.model_name))
+    wanted = requested_devices(default=default_devices(config))
     if wanted is None or {"dcn_data": 1, **config.mesh} != DEFAULT_MESH or jax.distributed.is_initialized():
         return None  # the user's count, an explicit mesh, or a multi-process run names its own devices
     count = device_count_for(config, wanted)

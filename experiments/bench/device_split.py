@@ -10,11 +10,11 @@ timm's train step, timed in the same rounds where `vitjax bench` compares with t
 not used: beside Swin it ran slower in the 4-device processes (4.1 and 3.3 img/s against 4.6 and 4.7),
 so it moves with the setting it should measure. The table gives each count's median vitjax img/s, its
 median per matmul TFLOP/s, the 1-device figure over the 4-device one for both, and the ratios to timm
-or to the supervised step where timed; vitjax/xla_cpu.py's per-family default rests on the
+or to the supervised step where timed; vitjax/xla_cpu.py's default (MIN_DEVICE_BATCH) rests on the
 matmul-relative ratio. MAE and DINO also run beside the supervised step of their ViT in each process
 (their step over it at each count: issue 41's MAE target). Run on otherwise idle cores (check
-`uptime`): ~25 minutes at --reps 2 on 2 cores. Writes each process's `vitjax bench` JSON and
-`device_split.json` (the table) into --out.
+`uptime`): ~25 minutes for the first five workloads at --reps 2 on 2 cores, ~13 for the other five.
+Writes each process's `vitjax bench` JSON and `device_split.json` (the table) into --out.
 """
 import argparse
 import json
@@ -34,6 +34,14 @@ WORKLOADS = {
                           "--no_timm"],
     "fashion_mnist_dino": ["--config", "configs/fashion_mnist/dino.py", "--beside", "configs/fashion_mnist/vit.py",
                            "--no_timm"],
+    # The two where the split lost (Swin-T, MAE-B/16) were large models at batch 8: these two pull the
+    # model's size and the batch per device apart (a large model at a quarter's batch of 8, a small one at 2).
+    "swin_t_224_b32": ["--config", "configs/bench/swin.py:variant=T,res=224,batch=32", "--no_timm"],
+    "fashion_mnist_vit_b8": ["--config", "configs/fashion_mnist/vit.py", "--batch", "8", "--no_timm"],
+    "fashion_mnist_vit_b16": ["--config", "configs/fashion_mnist/vit.py", "--batch", "16", "--no_timm"],
+    "fashion_mnist_vit_b32": ["--config", "configs/fashion_mnist/vit.py", "--batch", "32", "--no_timm"],
+    "fashion_mnist_swin": ["--config", "configs/fashion_mnist/swin.py", "--no_timm"],
+    "vit_ti16_224_b16": ["--config", "configs/bench/vit.py:variant=Ti/16,res=224,batch=16", "--no_timm"],
 }
 DEVICE_COUNTS = (1, 4)
 _MATMUL = "matmul 2048x2048 float32 (jax)"
@@ -87,7 +95,9 @@ def main(argv=None) -> None:
     unknown = sorted(set(names) - set(WORKLOADS))
     if unknown:
         parser.error(f"unknown workload(s) {unknown}; choose from {sorted(WORKLOADS)}")
-    table = {}
+    table_path = out / "device_split.json"
+    # --only adds its rows to the table an earlier run left, rather than dropping that run's rows.
+    table = json.loads(table_path.read_text()) if table_path.exists() else {}
     for name in names:
         results = {devices: [] for devices in DEVICE_COUNTS}
         for rep in range(args.reps):
@@ -99,7 +109,7 @@ def main(argv=None) -> None:
         table[name] = row = summarise(results)
         print(f"{name}: 1 device / 4 devices = {row['one_over_four_per_matmul']:.3f} per matmul TFLOP/s "
               f"({row['one_over_four_img_s']:.3f} in img/s)", flush=True)
-    (out / "device_split.json").write_text(json.dumps(table, indent=1) + "\n")
+    table_path.write_text(json.dumps(table, indent=1) + "\n")
 
 
 if __name__ == "__main__":
