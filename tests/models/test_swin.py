@@ -185,3 +185,14 @@ def test_every_parameter_has_logical_axis_names_where_it_is_large():
     assert unnamed == []
     table = boxed["stage_1"]["block_0"]["attention"]["relative_position_bias_table"]
     assert table.names == (None, "heads") and table.value.shape == (7 * 7, 4)
+
+
+def test_on_rows_gives_the_products_of_the_unflattened_tensor():
+    x = jnp.asarray(np.random.RandomState(0).standard_normal((2, 3, 5, 4, 6)).astype(np.float32))
+    kernel = jnp.asarray(np.random.RandomState(1).standard_normal((4, 6, 7)).astype(np.float32))
+    merged = swin.on_rows(lambda rows: jnp.einsum("thk,hkd->td", rows, kernel), x, kept=2)
+    np.testing.assert_allclose(merged, jnp.einsum("...hk,hkd->...d", x, kernel), rtol=1e-5, atol=1e-5)
+    assert merged.shape == (2, 3, 5, 7)
+    parts = swin.on_rows(lambda rows: [rows[:, :, :2], rows.sum(-1)], x, kept=2)  # several outputs, each viewed back
+    assert [p.shape for p in parts] == [(2, 3, 5, 4, 2), (2, 3, 5, 4)]
+    np.testing.assert_array_equal(parts[1], x.sum(-1))
