@@ -4,11 +4,12 @@ r"""A Swin Transformer on synthetic images, for `vitjax bench` (speed only: the 
     vitjax bench --config configs/bench/swin.py:variant=T,res=448,batch=2 --no_pipeline
 Runs vitjax's Swin beside timm's `SwinTransformer` holding the same weights (vitjax/bench/timm_nets.py),
 train step and inference in alternating rounds.
-Expected (T, 224, batch 8; experiments/results/bench/README.md, "The device split and the kernels per
-family"): on 2 idle vCPUs of an AMD EPYC (family 25, model 17), 2026-12-05, one XLA device (the
-default for a batch of 8 since then), train 4.3 img/s, 1.01x timm, inference 13.7 img/s, 1.05x; runs of the same code
-differ by about 0.1 in either ratio. On the Intel host (family 6, model 167) with 4 devices the train
-ratio was 0.70x. Deterministic: XLA counts 9.06 GFLOPs per 224x224 image for Swin-T's forward pass (experiments/results/bench/swin_cost_flops.md).
+Expected (T, 224, batch 8; experiments/results/bench/README.md, "Swin's products on rows"): on 2 idle
+vCPUs of an AMD EPYC (family 25, model 17), 2026-12-07, one XLA device (the default for a batch of 8),
+train 4.7-4.8 img/s, 1.12x timm, inference 14.9-15.1 img/s, 1.18-1.20x; runs of the same code differ
+by about 0.1 in either ratio, and on the Intel host (family 6, model 167) they ran lower.
+Deterministic: XLA counts 9.06 GFLOPs per 224x224 image for Swin-T's forward pass
+(experiments/results/bench/swin_cost_flops.md).
 
 Arguments: `variant` (T, S, B or L: Swin paper Table 7, patch 4, window 7), `res` (square image size;
 the resolution after each patch merging must be a multiple of the window or no larger than it, e.g.
