@@ -34,8 +34,8 @@ WORKLOADS = {
                           "--no_timm"],
     "fashion_mnist_dino": ["--config", "configs/fashion_mnist/dino.py", "--beside", "configs/fashion_mnist/vit.py",
                            "--no_timm"],
-    # The two where the split lost (Swin-T, MAE-B/16) were large models at batch 8: these two pull the
-    # model's size and the batch per device apart (a large model at a quarter's batch of 8, a small one at 2).
+    # The split lost for two large models at batch 8 (Swin-T, MAE-B/16); these pull the model's size and the
+    # examples per device apart (Swin-T at 8 a device, the small ViT at 2 to 8, the models of other shapes).
     "swin_t_224_b32": ["--config", "configs/bench/swin.py:variant=T,res=224,batch=32", "--no_timm"],
     "fashion_mnist_vit_b8": ["--config", "configs/fashion_mnist/vit.py", "--batch", "8", "--no_timm"],
     "fashion_mnist_vit_b16": ["--config", "configs/fashion_mnist/vit.py", "--batch", "16", "--no_timm"],

@@ -42,7 +42,7 @@ def on_rows(fn, x, kept: int = 1):
     Swin's projections act on [b, windows, n, c] (patch merging on [b, H, W, 4c]); their weight gradients
     contract over all the leading axes, and XLA:CPU first copies the activations into a transposed layout
     for that, where a product over one row axis it takes as it lies. On rows, the Swin-T train step
-    (224, batch 8) copies ~370 MB less and ran 1.056x faster (experiments/results/bench/README.md,
+    (224, batch 8) copies ~390 MB less and ran 1.08x faster (experiments/results/bench/README.md,
     "Swin's products on rows"). The views are free; the maths is unchanged.
     """
     lead = x.shape[:-kept]

@@ -110,7 +110,7 @@ class MlpBlock(nn.Module):
         dense = dict(dtype=self.dtype, param_dtype=self.param_dtype, bias_init=nn.initializers.normal(stddev=1e-6))
         x = nn.Dense(self.mlp_dim, kernel_init=nn.with_logical_partitioning(
             nn.initializers.xavier_uniform(), ("embed", "mlp")), name="Dense_0", **dense)(x)
-        # Rows of any rank: [batch, length, width], or tokens flattened to [rows, width] (Swin's).
+        # [batch, length, width], or Swin's tokens flattened to [rows, width].
         x = nn.with_logical_constraint(x, ("batch", "length", "mlp") if x.ndim == 3 else ("batch", "mlp"))
         # Exact (erf) GELU by default, as in the paper's definition and timm; tanh-approximate differs by ~1e-3.
         x = activation_fn(self.activation)(x)
