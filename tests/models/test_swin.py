@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests.models.compile_guard import no_compilation
+from tests.parallel import fake_devices
 from vitjax import models
 from vitjax.models import swin
 
@@ -196,3 +197,27 @@ def test_on_rows_gives_the_products_of_the_unflattened_tensor():
     parts = swin.on_rows(lambda rows: [rows[:, :, :2], rows.sum(-1)], x, kept=2)  # several outputs, each viewed back
     assert [p.shape for p in parts] == [(2, 3, 5, 4, 2), (2, 3, 5, 4)]
     np.testing.assert_array_equal(parts[1], x.sum(-1))
+
+
+_UNDER_TENSOR_PARALLELISM = """
+import json, jax, jax.numpy as jnp, flax.linen as nn
+from vitjax import parallel
+from vitjax.models.swin import Swin
+model = Swin(num_classes=10, patch_size=2, window_size=7, embed_dim=32, depths=(2, 2), num_heads=(2, 4), variant=None)
+x = jax.random.normal(jax.random.key(0), (8, 28, 28, 1))
+params = nn.unbox(model.init(jax.random.key(1), x))["params"]
+loss = lambda p: jnp.mean(model.apply({"params": p}, x) ** 2)
+logits, grads = model.apply({"params": params}, x), jax.grad(loss)(params)
+with jax.set_mesh(parallel.make_mesh({"data": 2, "fsdp": 1, "model": 2, "dcn_data": 1})), \
+        nn.logical_axis_rules(parallel.rules_for("fsdp_tp")):
+    logits_tp, grads_tp = jax.jit(lambda p: model.apply({"params": p}, x))(params), jax.jit(jax.grad(loss))(params)
+print(json.dumps({"devices": jax.device_count(), "logits": float(jnp.max(jnp.abs(logits_tp - logits))),
+                  "grads": max(float(jnp.max(jnp.abs(a - b))) for a, b in
+                               zip(jax.tree.leaves(grads_tp), jax.tree.leaves(grads)))}))
+"""
+
+
+def test_rows_keep_their_logical_names_under_tensor_parallelism():
+    """The MLP on Swin's [rows, c] view names its axes ('batch', 'mlp'): a data x model mesh trains as one device."""
+    result = fake_devices.run(_UNDER_TENSOR_PARALLELISM, devices=4)
+    assert result["logits"] < 1e-5 and result["grads"] < 1e-5, result
