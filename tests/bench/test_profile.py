@@ -39,6 +39,25 @@ def test_bench_profile_writes_a_trace_and_its_op_table(tmp_path):
     assert any(part.startswith("backward: ViT") for part in parts), parts  # the model's own name stack
 
 
+def test_bench_profile_of_inference_names_its_ops_as_the_forward_pass(tmp_path):
+    out, logdir = tmp_path / "bench.json", tmp_path / "trace"
+    cli.main(["bench", "--config", TINY, "--config.batch_size=8", "--rounds", "1", "--seconds", "0.01",
+              "--peak_size", "256", "--no_timm", "--no_pipeline", "--profile", str(logdir),
+              "--profile_workload", "infer", "--profile_calls", "2", "--out", str(out)])
+    summary = json.loads(out.read_text())["profile"]
+
+    assert summary["workload"] == "infer" and summary["calls"] == 2
+    parts = {row["op"] for row in summary["parts"]}
+    assert any(part.startswith("forward: ViT") for part in parts), parts
+    assert not any(part.startswith(("backward:", "step: ViT")) for part in parts), parts
+
+
+def test_profile_of_inference_refuses_no_infer():
+    with pytest.raises(ValueError, match="no_infer"):
+        run.bench(bench_args(["--config", TINY, "--no_infer", "--profile", "unused", "--profile_workload", "infer",
+                              "--no_timm"]))
+
+
 def test_profile_refuses_compile_only():
     with pytest.raises(ValueError, match="compile_only"):
         run.bench(bench_args(["--config", TINY, "--compile_only", "--profile", "unused", "--no_timm"]))

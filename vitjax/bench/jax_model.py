@@ -32,6 +32,7 @@ class JaxModel:
     host_batch: dict  # the numpy batch both frameworks train on
     params: Callable[[], Any]  # the current parameters (the train step donates the state it is given)
     train_hlo: Callable[[], str]  # the compiled train step's HLO text (for the profile's scopes)
+    infer_hlo: Callable[[], str] | None = None  # the compiled forward pass's, where inference was built
 
 
 def random_batch(batch_size: int, image_shape, num_classes: int, seed: int = 0) -> dict:
@@ -138,4 +139,5 @@ def build(config, *, inference: bool = True, seed: int = 0, runtime=None) -> Jax
         images = batch["image"]
         infer = Workload("vitjax infer", lambda: jax.block_until_ready(forward(holder["state"].params, images)),
                          images=config.batch_size, flops=info["xla_flops_per_step"]["infer"])
-    return JaxModel(p, train, infer, info, host, lambda: holder["state"].params, step.as_text)
+    return JaxModel(p, train, infer, info, host, lambda: holder["state"].params, step.as_text,
+                    forward.as_text if inference else None)

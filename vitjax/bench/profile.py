@@ -1,6 +1,7 @@
 """A jax.profiler trace of a workload, and the table of where its time went, op by op.
 
     vitjax bench --config configs/fashion_mnist/vit.py --profile runs/profile --no_timm
+    vitjax bench --config configs/bench/swin.py --profile runs/profile --profile_workload infer --no_timm
 
 The trace directory opens in XProf for the timeline (not a dependency: `pip install xprof`, then
 `xprof --logdir=runs/profile`). The table is read from the same trace here, without XProf: it sums, per

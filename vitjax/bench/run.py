@@ -59,9 +59,11 @@ def main_args(parser) -> None:
     parser.add_argument("--compile_only", action="store_true",
                         help="compile the train step and report compile time and memory; run nothing")
     parser.add_argument("--profile", default=None, metavar="DIR",
-                        help="first trace the vitjax train step with jax.profiler into DIR (TensorBoard/XProf) "
-                             "and print its per-op time table")
-    parser.add_argument("--profile_calls", type=int, default=5, help="train steps traced with --profile")
+                        help="first trace the vitjax train step (or --profile_workload's) with jax.profiler into "
+                             "DIR (TensorBoard/XProf) and print its per-op time table")
+    parser.add_argument("--profile_calls", type=int, default=5, help="calls traced with --profile")
+    parser.add_argument("--profile_workload", choices=("train", "infer"), default="train",
+                        help="what --profile traces: the train step or the inference forward pass")
     parser.add_argument("--against", action="append", default=[], metavar="KEY=VALUE",
                         help="also time the vitjax train step with this one config override (as for --config.KEY), "
                              "in the same rounds, and report the config's step over it; repeatable, one variant "
@@ -130,21 +132,25 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def _profile(jm, logdir: str, calls: int) -> dict:
+def _profile(jm, logdir: str, calls: int, workload: str = "train") -> dict:
     from vitjax.bench import profile
 
-    _log(f"tracing {calls} calls of {jm.train.name} into {logdir} ...")
-    xplane, seconds_per_call = profile.trace(jm.train.call, calls, logdir)
-    scopes = profile.instruction_scopes(jm.train_hlo())
+    traced, hlo = (jm.train, jm.train_hlo) if workload == "train" else (jm.infer, jm.infer_hlo)
+    _log(f"tracing {calls} calls of {traced.name} into {logdir} ...")
+    xplane, seconds_per_call = profile.trace(traced.call, calls, logdir)
+    scopes = profile.instruction_scopes(hlo())
+    if workload == "infer":  # no jvp in its names, yet all of it is the forward pass
+        scopes = {name: where.replace("step: ", "forward: ", 1) for name, where in scopes.items()}
     tables = {"ops": profile.op_table(xplane, calls), "scopes": profile.scope_table(xplane, calls, scopes),
               "parts": profile.scope_table(xplane, calls, scopes, depth=2)}
-    print(f"{jm.train.name}, time per op over {calls} traced calls (on CPU, Eigen matmuls run "
+    print(f"{traced.name}, time per op over {calls} traced calls (on CPU, Eigen matmuls run "
           f"asynchronously and show only their launch; see vitjax/bench/profile.py):")
     print(profile.format_table(tables["ops"], seconds_per_call))
     print("the same time by where each op came from (the model's name stack; layer indices dropped):")
     print(profile.format_table(tables["scopes"], seconds_per_call, top=30, width=72))
     print(profile.format_table(tables["parts"], seconds_per_call, width=72))
-    return {"dir": logdir, "xplane": xplane, "calls": calls, "seconds_per_call_traced": seconds_per_call,
+    return {"dir": logdir, "xplane": xplane, "workload": workload, "calls": calls,
+            "seconds_per_call_traced": seconds_per_call,
             **{name: [dataclasses.asdict(r) for r in rows] for name, rows in tables.items()}}
 
 
@@ -179,7 +185,7 @@ def bench(args) -> dict:
         return _finish(summary, args.out, started)
     summary["process_memory_after_jax_setup"] = timing.memory_of_process()
     if args.profile:
-        summary["profile"] = _profile(jm, args.profile, args.profile_calls)
+        summary["profile"] = _profile(jm, args.profile, args.profile_calls, args.profile_workload)
 
     backend = jax.default_backend()
     size, dtype = peak.default_size_and_dtype(backend)
@@ -360,6 +366,8 @@ def _check_args(args) -> None:
 
     if args.profile and args.compile_only:
         raise ValueError("--profile traces train steps, which --compile_only does not run; drop one of them")
+    if args.profile and args.profile_workload == "infer" and args.no_infer:
+        raise ValueError("--profile_workload infer traces inference, which --no_infer skips; drop one of them")
     if args.profile_calls < 1:
         raise ValueError(f"--profile_calls {args.profile_calls}: trace at least 1 call")
     if args.rounds < 1 or not args.seconds > 0:  # nothing would be measured, yet a JSON of figures written
