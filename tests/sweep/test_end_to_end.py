@@ -146,17 +146,20 @@ LONG = ("FEWSHOT = None\n"
         f"'checkpoint_every_steps': 100000}})]\n")  # only a stop's checkpoint: it shows the stop was clean
 
 
-def _as_foreground_job():
-    # A shell's foreground job gets SIGINT's default action even when pytest itself runs with SIGINT
-    # ignored (started with `&` from a script), where the sweep would rightly keep ignoring Ctrl-C.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+# A shell's foreground job gets SIGINT's default action even when pytest itself runs with SIGINT ignored
+# (started with `&` from a script), where the sweep would rightly keep ignoring Ctrl-C. A small Python
+# restores it and execs the sweep: a preexec_fn would run Python in a child forked from this process,
+# whose JAX threads make that unsafe (JAX warns of a deadlock).
+_AS_FOREGROUND_JOB = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                      "os.execv(sys.argv[1], sys.argv[1:])")
 
 
 def _start_sweep(sweep_file, out):
     # In a session of its own, like a shell's foreground job: the test plays the terminal.
-    return subprocess.Popen([sys.executable, "-m", "vitjax", "sweep", str(sweep_file), "--workdir", str(out)],
+    command = [sys.executable, "-m", "vitjax", "sweep", str(sweep_file), "--workdir", str(out)]
+    return subprocess.Popen([sys.executable, "-c", _AS_FOREGROUND_JOB, *command],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                            start_new_session=True, preexec_fn=_as_foreground_job)
+                            start_new_session=True)
 
 
 def _wait_for(proc, path, text, offset=0):
