@@ -7,6 +7,9 @@ import json
 import os
 import pathlib
 import shutil
+import sys
+import time
+import types
 
 import numpy as np
 import pytest
@@ -17,7 +20,7 @@ from vitjax.evaluate import fewshot
 from vitjax.train import reevaluate, trainer
 from vitjax.checkpoints.checkpointer import CheckpointMismatchError
 from vitjax.interop.pretrained import load as load_pretrained
-from vitjax.checkpoints import checkpointer, locations, reader
+from vitjax.checkpoints import aborted_reads, checkpointer, locations, reader
 from vitjax import metrics_log
 from tests.train import tiny_config
 
@@ -68,6 +71,50 @@ def _flip_array_data(workdir, step):
         for i in range(len(data) // 2, len(data) // 2 + 8):
             data[i] ^= 0xFF
         victim.write_bytes(bytes(data))
+
+
+def _closed_loop_errors(unraisables):
+    return [u for u in unraisables if str(u.exc_value) == aborted_reads.CLOSED_LOOP]
+
+
+def test_an_unreadable_step_leaves_no_tracebacks_behind(unfinished, monkeypatch):
+    """The reads orbax abandons when one array fails call back into its closed event loop, each an
+    unraisable RuntimeError that Python would print as a traceback; the CLI's filter (aborted_reads)
+    drops exactly those. A recorder in front of the filter shows they arrived, one behind it that
+    none got through."""
+    printed = []
+    monkeypatch.setattr(sys, "unraisablehook", printed.append)
+    aborted_reads.quiet()
+    arrived = []
+    behind = sys.unraisablehook
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: (arrived.append(unraisable), behind(unraisable)))
+    _flip_array_data(unfinished, 10)
+
+    # Whether reads are still pending when the first one fails is a race (none on some first reads of a
+    # process), so the read is repeated until the abandoned reads' errors arrive.
+    for _ in range(10):
+        assert reevaluate.evaluate_workdir(str(unfinished))["step"] == 5  # what `vitjax eval` runs: step 5 instead
+        deadline = time.time() + 2  # tensorstore finishes the abandoned reads on its own threads
+        while time.time() < deadline and not _closed_loop_errors(arrived):
+            time.sleep(0.1)
+            gc.collect()
+        if _closed_loop_errors(arrived):
+            break
+    assert _closed_loop_errors(arrived)
+    assert not _closed_loop_errors(printed)
+
+
+def test_the_closed_loop_filter_passes_every_other_unraisable_exception(monkeypatch):
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", seen.append)
+    aborted_reads.quiet()
+    aborted_reads.quiet()  # a second call wraps nothing more
+    closed = RuntimeError(aborted_reads.CLOSED_LOOP)
+    others = [RuntimeError("something else"), ValueError(aborted_reads.CLOSED_LOOP)]
+    for error in (closed, *others):
+        sys.unraisablehook(types.SimpleNamespace(exc_value=error))
+
+    assert [u.exc_value for u in seen] == others
 
 
 # --- Item 1: a failed restore is not corruption --------------------------------------------------------
