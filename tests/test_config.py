@@ -85,7 +85,7 @@ def test_load_config_locks_the_config_and_names_a_bad_file(tmp_path):
     ("from vitjax.config import base\ndef get_config(arg=None):\n    c = base()\n    c.learning_rate = 5.0\n"
      "    c.data.pp_trian = 'x'\n    return c\n",
      r"sets keys the config schema does not have.*:\n  data.pp_trian; did you mean 'data.pp_train'\?"
-     r"\n  learning_rate$"),
+     r"\n  learning_rate; did you mean 'lr'\?$"),
     ("def get_config(:\n", r"could not be loaded: SyntaxError"),
     ("import no_such_module\n", r"could not be loaded: ModuleNotFoundError: No module named 'no_such_module'"),
     ("def get_config(arg=None):\n    return undefined_name\n", r"get_config\(None\) of .* failed: NameError"),
@@ -128,7 +128,9 @@ def test_overrides_set_nested_keys_and_return_the_values_set():
 @pytest.mark.parametrize("overrides, message", [
     ({"batchsize": "8"}, "the config has no field 'batchsize'; did you mean 'batch_size'?"),
     ({"data.trian_size": 1}, "data has no field 'trian_size'; did you mean 'data.train_size'?"),
-    ({"modle.width": 1}, "the config has no field 'modle'; did you mean 'model'?"),
+    ({"modle.width": 1}, "the config has no field 'modle'; did you mean 'model.width'?"),
+    ({"data.batch_size": 8}, "data has no field 'batch_size'; did you mean 'batch_size'?"),
+    ({"learning_rate": "1e-3"}, "the config has no field 'learning_rate'; did you mean 'lr'?"),
     ({"lr.value": 1}, "lr has no field 'value'"),
     ({"model.no_such_option": 1}, "model has no field 'no_such_option'"),
     ({"model.scann": "true"}, "model has no field 'scann'; did you mean 'model.scan'?"),

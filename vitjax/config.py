@@ -342,9 +342,36 @@ def _value_text(value) -> str:
     return str(value)
 
 
-def _closest(key: str, known) -> str:
-    close = difflib.get_close_matches(key, list(known), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+# What peer codebases (big_vision, timm, the official DeiT/MAE/DINO scripts) call keys this schema names
+# otherwise: a check of spelling alone would not lead from them to these.
+_NAMES_ELSEWHERE = {
+    "learning_rate": "lr", "base_lr": "lr", "blr": "lr", "min_lr": "end_lr", "epochs": "total_epochs",
+    "num_epochs": "total_epochs", "steps": "total_steps", "num_train_steps": "total_steps", "num_steps": "total_steps", "wd": "weight_decay",
+    "grad_clip": "grad_clip_norm", "clip_grad": "grad_clip_norm", "smoothing": "label_smoothing",
+    "lr_schedule": "schedule", "mixup": "data.mixup_alpha", "cutmix": "data.cutmix_alpha", "dataset": "data.name",
+}
+
+
+def _meant(key: str, known) -> str:
+    """'; did you mean K?' for the known dotted key a wrong one most likely meant, or ''. Scores each by
+    the closer spelling of the whole key or of its last name, so a key in the wrong group is found
+    (`data.batch_size`: batch_size), and names peer codebases use lead to this schema's
+    (`learning_rate`, even misspelt: lr)."""
+    def leaf(dotted):
+        return dotted.rsplit(".", 1)[-1]
+
+    def ratio(a, b):
+        return difflib.SequenceMatcher(None, a, b).ratio()
+
+    scores = {}  # (the closer of the two spellings, the whole key's, shortness): ties go to the key nearer the top
+    for candidate in known:
+        whole = ratio(key, candidate)
+        scores[candidate] = (max(whole, ratio(leaf(key), leaf(candidate))), whole, -len(candidate))
+    for elsewhere, here in _NAMES_ELSEWHERE.items():
+        if here in scores and ratio(leaf(key), elsewhere) >= 0.8:  # short names are near too much by chance
+            scores[here] = max(scores[here], (ratio(leaf(key), elsewhere), 1.0, 0))
+    best = max(scores, key=scores.get, default=None)
+    return f"; did you mean {best!r}?" if best is not None and scores[best][0] >= 0.6 else ""
 
 
 # --- `:arg` -------------------------------------------------------------------------------------
@@ -363,7 +390,7 @@ def parse_arg(arg: str | None, **spec) -> ml_collections.ConfigDict:
         key, sep, text = (part.strip() for part in item.partition("="))
         if key not in spec:
             raise UnknownKeyError(f"unknown key {key!r} in ':{arg}'; known keys: {', '.join(spec) or 'none'}"
-                                  f"{_closest(key, spec)}")
+                                  f"{_meant(key, spec)}")
         if not sep:
             if not isinstance(spec[key], bool):
                 raise ConfigError(f"{key!r} in ':{arg}' needs a value: write {key}=<{_describe(type(spec[key]))}>")
@@ -427,7 +454,7 @@ def _check_schema(config: ml_collections.ConfigDict, path: str) -> None:
                if not any(key.startswith(group + ".") for group in _MODEL_GROUPS)]
     if unknown:
         raise UnknownKeyError(f"config file {path!r} sets keys the config schema does not have (vitjax/config.py's "
-                              f"base() lists every key):" + "".join(f"\n  {key}{_closest(key, known)}"
+                              f"base() lists every key):" + "".join(f"\n  {key}{_meant(key, known)}"
                                                                     for key in sorted(unknown)))
 
 
@@ -539,13 +566,13 @@ def _parent_of(config, dotted: str):
         known = sorted(node.keys()) if isinstance(node, ml_collections.ConfigDict) else []
         if is_model_group:
             known = sorted(set(known) | set(_group_fields(config, where)))
-        close = difflib.get_close_matches(part, known, n=1)
-        hint = f"; did you mean {'.'.join(parts[:depth] + close)!r}?" if close else ""
         if is_model_group and not known:
             raise UnknownKeyError(f"override key {dotted!r}: {where} takes the arguments of the model "
                                   f"{_MODEL_GROUPS[where]} names, which is not set: set it first (e.g. "
                                   f"--config.{_MODEL_GROUPS[where]}=bit)")
-        raise UnknownKeyError(f"override key {dotted!r}: {where} has no field {part!r}{hint} "
+        # A model group's own arguments are known once its class is imported; other keys' hints import nothing.
+        candidates = _flat_keys(config) | ({f"{where}.{field}" for field in known} if is_model_group else set())
+        raise UnknownKeyError(f"override key {dotted!r}: {where} has no field {part!r}{_meant(dotted, candidates)} "
                               f"(fields there: {', '.join(known) or 'none, it is not a group'})")
     return node, parts[-1]
 

@@ -92,7 +92,7 @@ def test_cli_refuses_a_bad_sweep_before_any_run_starts(tmp_path):
     run = subprocess.run([sys.executable, "-m", "vitjax", "sweep", path, "--workdir", str(out)],
                          capture_output=True, text=True, check=False, timeout=300, cwd=ROOT)
     assert run.returncode != 0
-    assert "run 'b'" in run.stderr and "did you mean 'model'" in run.stderr, run.stderr[-2000:]
+    assert "run 'b'" in run.stderr and "did you mean 'model.width'" in run.stderr, run.stderr[-2000:]
     assert not out.exists()  # nothing ran, nothing was written
 
 
