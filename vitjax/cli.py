@@ -18,7 +18,7 @@ import os
 import sys
 
 from vitjax import tensorflow_startup, xla_cpu
-from vitjax.checkpoints import aborted_reads
+from vitjax.checkpoints import reported_once
 from vitjax.config import OVERRIDE_HELP, parse_command_line
 
 
@@ -218,7 +218,7 @@ def main(argv=None):
             xla_cpu.reexec_under_tcmalloc()  # the allocator must be chosen before anything else runs
     tensorflow_startup.skip_keras()  # before any command imports TensorFlow
     logging.getLogger("absl").addFilter(_not_noise)  # absl's Python logger, which orbax and tfds write to
-    aborted_reads.quiet()  # an unreadable checkpoint is reported once, not followed by dozens of tracebacks
+    reported_once.quiet()  # an unreadable checkpoint or a full disk: one error, not dozens of tracebacks after it
     parser = argparse.ArgumentParser(prog="vitjax", description="Vision Transformers and BiT in JAX/Flax.")
     commands = parser.add_subparsers(dest="command", required=True)
     _train_args(commands.add_parser("train", help="train a model from a config file into a workdir",

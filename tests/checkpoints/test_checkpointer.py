@@ -4,6 +4,7 @@ One tiny run is trained once (steps 5 and 10 saved); each test works on a copy o
 """
 import gc
 import json
+import logging
 import os
 import pathlib
 import shutil
@@ -20,7 +21,7 @@ from vitjax.evaluate import fewshot
 from vitjax.train import reevaluate, trainer
 from vitjax.checkpoints.checkpointer import CheckpointMismatchError
 from vitjax.interop.pretrained import load as load_pretrained
-from vitjax.checkpoints import aborted_reads, checkpointer, locations, reader
+from vitjax.checkpoints import reported_once, checkpointer, locations, reader
 from vitjax import metrics_log
 from tests.train import tiny_config
 
@@ -74,17 +75,17 @@ def _flip_array_data(workdir, step):
 
 
 def _closed_loop_errors(unraisables):
-    return [u for u in unraisables if str(u.exc_value) == aborted_reads.CLOSED_LOOP]
+    return [u for u in unraisables if str(u.exc_value) == reported_once.CLOSED_LOOP]
 
 
 def test_an_unreadable_step_leaves_no_tracebacks_behind(unfinished, monkeypatch):
     """The reads orbax abandons when one array fails call back into its closed event loop, each an
-    unraisable RuntimeError that Python would print as a traceback; the CLI's filter (aborted_reads)
+    unraisable RuntimeError that Python would print as a traceback; the CLI's filter (reported_once)
     drops exactly those. A recorder in front of the filter shows they arrived, one behind it that
     none got through."""
     printed = []
     monkeypatch.setattr(sys, "unraisablehook", printed.append)
-    aborted_reads.quiet()
+    reported_once.quiet()
     arrived = []
     behind = sys.unraisablehook
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: (arrived.append(unraisable), behind(unraisable)))
@@ -107,10 +108,10 @@ def test_an_unreadable_step_leaves_no_tracebacks_behind(unfinished, monkeypatch)
 def test_the_closed_loop_filter_passes_every_other_unraisable_exception(monkeypatch):
     seen = []
     monkeypatch.setattr(sys, "unraisablehook", seen.append)
-    aborted_reads.quiet()
-    aborted_reads.quiet()  # a second call wraps nothing more
-    closed = RuntimeError(aborted_reads.CLOSED_LOOP)
-    others = [RuntimeError("something else"), ValueError(aborted_reads.CLOSED_LOOP)]
+    reported_once.quiet()
+    reported_once.quiet()  # a second call wraps nothing more
+    closed = RuntimeError(reported_once.CLOSED_LOOP)
+    others = [RuntimeError("something else"), ValueError(reported_once.CLOSED_LOOP)]
     for error in (closed, *others):
         sys.unraisablehook(types.SimpleNamespace(exc_value=error))
 
@@ -179,6 +180,57 @@ def test_a_save_the_disk_cannot_hold_is_refused_at_once_naming_the_directory(tmp
     assert "(errno ENOSPC)" in cli._os_error(raised.value)
     ckpt.close()
     assert locations.checkpoint_steps(str(tmp_path / "checkpoints")) == [1]
+
+
+# Tensorstore's words for a write that found the disk full (seen when a 3 MiB tmpfs filled under a default ViT).
+_TENSORSTORE_FULL_DISK = ('RESOURCE_EXHAUSTED: Error writing "opt_state.1.nu.kernel/0.0" in OCDBT database at local '
+                          'file "/w/checkpoints/2.orbax-checkpoint-tmp/state.orbax-checkpoint-tmp/": Failed to write '
+                          "669 bytes to file 6: No space left on device [os_error_code='28']")
+
+
+def test_a_disk_that_fills_while_a_step_is_written_is_one_error_naming_the_last_complete_step(tmp_path, monkeypatch):
+    """The room check cannot see another writer filling the disk: the asynchronous save then fails on
+    orbax's threads and surfaces, as tensorstore's ValueError, when the next save or the close awaits it."""
+    from vitjax import cli
+
+    ckpt = checkpointer.Checkpointer(str(tmp_path / "checkpoints"), async_save=True)
+    state = {"params": {"w": np.ones(16, np.float32)}}
+    ckpt.save(1, state, {})
+    ckpt.wait()
+
+    def fails(*args, **kwargs):
+        raise ValueError(_TENSORSTORE_FULL_DISK)
+    monkeypatch.setattr(ckpt._manager, "wait_until_finished", fails)
+    monkeypatch.setattr(ckpt._manager, "save", fails)
+    for call in (lambda: ckpt.save(3, state, {}), ckpt.wait, ckpt.close):
+        with pytest.raises(checkpointer.FullDiskError, match=r"the disk filled up while a checkpoint was written; "
+                                                               r"the last complete one is step 1\. Free space") as raised:
+            call()
+        assert raised.value.filename == ckpt.directory and raised.value.__cause__ is None
+        assert "(errno ENOSPC)" in cli._os_error(raised.value)
+    monkeypatch.setattr(ckpt._manager, "wait_until_finished", lambda: None)
+    with pytest.raises(ValueError, match="something else"):  # any other failure passes as it is
+        with ckpt._full_disk_reported():
+            raise ValueError("something else")
+
+
+def test_the_save_threads_reports_of_a_full_disk_are_dropped_and_nothing_else():
+    """orbax's threads log the failed write with its traceback at ERROR (as absl records) before
+    vitjax reports it once; the CLI's filter drops those records only."""
+    reported_once.quiet()
+    try:
+        raise ValueError(_TENSORSTORE_FULL_DISK)
+    except ValueError:
+        failure = sys.exc_info()
+
+    def record(level, message, exc_info=None):
+        return logging.LogRecord("absl", level, __file__, 1, message, (), exc_info)
+    dropped = [record(logging.ERROR, "Save Finalize thread (save_finalize) failed.", failure),
+               record(logging.ERROR, f"_SignalingThread.run() raised an exception: {_TENSORSTORE_FULL_DISK}")]
+    kept = [record(logging.ERROR, "Save Finalize thread (save_finalize) failed.", (ValueError, ValueError("x"), None)),
+            record(logging.WARNING, "a warning that quotes No space left on device")]
+    for logger in (logging.getLogger("absl"), logging.getLogger("asyncio")):  # asyncio: the unawaited writes
+        assert [logger.filter(r) for r in dropped + kept] == [False, False, True, True]
 
 
 # --- Item 5: readers change nothing ---------------------------------------------------------------------

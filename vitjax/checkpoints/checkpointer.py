@@ -14,6 +14,7 @@ With several processes every decision is taken together: each process reads its 
 processes agree on whether every one of them could, the checksums are computed over the global
 arrays (the same on each), and only process 0 moves a step. Where steps live is vitjax/checkpoints/locations.py's.
 """
+import contextlib
 import errno
 import logging
 import os
@@ -26,7 +27,7 @@ import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 
 from vitjax import config_compare, rundir, storage
-from vitjax.checkpoints import integrity, locations
+from vitjax.checkpoints import integrity, locations, reported_once
 from vitjax.checkpoints.integrity import CorruptCheckpointError
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,10 @@ class CheckpointMismatchError(ValueError):
 
 class NonFiniteStateError(FloatingPointError):
     """A save of a train state holding a NaN or an infinity, refused."""
+
+
+class FullDiskError(OSError):
+    """A checkpoint the directory's disk has no room for: refused before writing, or failed while written."""
 
 
 # How each process's attempt at a step ended; the processes agree on the worst (the largest).
@@ -96,8 +101,29 @@ class Checkpointer:
                 f"{f'step {earlier[-1]} in {self.directory}' if earlier else 'none (no checkpoint written yet)'}")
         self._check_room(step, state)
         meta = dict(meta, step=int(step), checksums=sums, saved_at=time.time(), config=self._config)
-        self._manager.save(step, args=ocp.args.Composite(
-            **{locations.STATE: ocp.args.StandardSave(state), locations.META: ocp.args.JsonSave(meta)}), force=True)
+        with self._full_disk_reported():  # the previous step's asynchronous save is awaited here
+            self._manager.save(step, args=ocp.args.Composite(
+                **{locations.STATE: ocp.args.StandardSave(state), locations.META: ocp.args.JsonSave(meta)}),
+                force=True)
+
+    @contextlib.contextmanager
+    def _full_disk_reported(self):
+        """Turns the checkpoint library's error for a write that found the disk full (tensorstore's
+        ValueError, after its threads' logs, which the CLI drops: reported_once.py) into FullDiskError
+        naming the directory, the last complete step and the fix."""
+        try:
+            yield
+        except FullDiskError:
+            raise
+        except (ValueError, OSError) as error:
+            if not reported_once.is_full_disk(error):
+                raise
+            steps = self._manager.all_steps()
+            where = (f"the last complete one is step {max(steps)}. Free space and run the same command again, which "
+                     f"resumes from it" if steps else "no step is complete yet. Free space and run the same command "
+                     "again, which starts the run afresh")
+            raise FullDiskError(errno.ENOSPC, f"the disk filled up while a checkpoint was written; {where}",
+                                self.directory) from None
 
     def _check_room(self, step: int, state) -> None:
         """Raises OSError(ENOSPC) naming the directory, writing nothing, when its disk cannot hold the
@@ -105,13 +131,14 @@ class Checkpointer:
         only at the next save, under the checkpoint library's logs. Decided by all processes together."""
         if storage.is_remote(self.directory):
             return
-        need = sum(_bytes_written_here(leaf) for leaf in jax.tree.leaves(state))
+        leaves = jax.tree.leaves(state)
+        need = sum(_bytes_written_here(leaf) for leaf in leaves) + _OVERHEAD_PER_ARRAY * len(leaves) + _OVERHEAD
         existing = self.directory
         while not os.path.isdir(existing):
             existing = os.path.dirname(existing)
         free = shutil.disk_usage(existing).free
         if _agree(int(free < need)):
-            raise OSError(errno.ENOSPC, f"no room for checkpoint step {step}: it needs {need / 2**20:,.1f} MiB, "
+            raise FullDiskError(errno.ENOSPC, f"no room for checkpoint step {step}: it needs {need / 2**20:,.1f} MiB, "
                           f"{free / 2**20:,.1f} MiB are free (on some process); free space and run the same "
                           f"command again, which resumes from the last checkpoint", self.directory)
 
@@ -222,11 +249,17 @@ class Checkpointer:
             f"Use a new --workdir, or move {corrupt} away to start this run again from step 0.")
 
     def wait(self) -> None:
-        self._manager.wait_until_finished()
+        with self._full_disk_reported():
+            self._manager.wait_until_finished()
 
     def close(self) -> None:
-        self._manager.wait_until_finished()
+        self.wait()
         self._manager.close()
+
+
+# What orbax writes beside the arrays' bytes: each array's metadata (the default ViT's step is 2.4 MiB of
+# arrays and ~0.45 MiB more, 1.8 KiB per array, measured 2026-12-07), and a step's own files.
+_OVERHEAD_PER_ARRAY, _OVERHEAD = 4 * 2**10, 2**20
 
 
 def _bytes_written_here(leaf) -> int:
