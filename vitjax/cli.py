@@ -175,22 +175,31 @@ def _eval(args):
 
 def _export(args):
     """A checkpoint's evaluated parameters as an official-layout .npz, and the flags that load it."""
-    from vitjax import rundir
+    import shlex
+
+    from vitjax import rundir, storage
     from vitjax.checkpoints import locations, reader
     from vitjax.config import override_flags, teacher_overrides
     from vitjax.interop import npz, pretrained
+    folder = os.path.dirname(os.path.abspath(args.out))
+    if not storage.is_remote(args.out) and not os.path.isdir(folder):  # refused before the checkpoint is read
+        sys.exit(f"vitjax export: error: --out {args.out!r}: its directory {folder} does not exist; create it or "
+                 f"pass another path")
     try:
         params = reader.read_params(args.checkpoint)
         config = rundir.load_config(locations.locate(args.checkpoint).run_dir)
+        path = npz.save(args.out, params)
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax export: error: {error}")
-    path = npz.save(args.out, params)
+    except OSError as error:  # the --out disk or permissions
+        sys.exit(f"vitjax export: error: {_os_error(error)}")
     if pretrained.is_pretraining(params):
-        print(f"wrote {path}; to fine-tune its encoder as a ViT classifier of its dimensions: "
-              f"--config.init_from={path}")
+        flags = [f"--config.init_from={path}"]
+        print(f"wrote {path}; to fine-tune its encoder as a ViT classifier of its dimensions: {shlex.join(flags)}")
     else:
-        print(f"wrote {path}; as a distillation teacher: --config.distillation.teacher={path} "
-              f"{' '.join(override_flags(teacher_overrides(config.model_name, config.model)))}")
+        flags = [f"--config.distillation.teacher={path}",
+                 *override_flags(teacher_overrides(config.model_name, config.model))]
+        print(f"wrote {path}; as a distillation teacher: {shlex.join(flags)}")
 
 
 def _data(args):

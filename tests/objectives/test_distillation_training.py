@@ -3,6 +3,7 @@ after an interruption, evaluates the mean of its two heads; bad distillation con
 before anything is compiled or written."""
 import os
 import re
+import shlex
 import shutil
 
 import jax
@@ -136,12 +137,14 @@ def test_npz_teacher_needs_its_model_and_loads_with_it(teacher_run, tmp_path):
 
 
 def test_vitjax_export_writes_a_teacher_that_its_printed_flags_load(teacher_run, tmp_path, capsys):
-    """`vitjax export` -> .npz, and the printed --config flags make it a teacher equal to the run's network."""
-    out = str(tmp_path / "exported")
+    """`vitjax export` -> .npz, and the printed --config flags (quoted for a shell: the path has a space)
+    make it a teacher equal to the run's network."""
+    out = str(tmp_path / "exported teacher")
     cli.main(["export", teacher_run, "--out", out])
     printed = capsys.readouterr().out
     assert printed.startswith(f"wrote {out}.npz") and os.path.isfile(out + ".npz")
-    overrides, rest = config_layer.overrides_from_argv(printed.split(":", 1)[1].split())
+    overrides, rest = config_layer.overrides_from_argv(shlex.split(printed.split(": ", 1)[1]))
+    assert overrides["distillation.teacher"] == out + ".npz"
     assert rest == [] and overrides["distillation.model_name"] == "vit"
     config = _student_config("")
     config_layer.apply_overrides(config, overrides)
@@ -150,3 +153,7 @@ def test_vitjax_export_writes_a_teacher_that_its_printed_flags_load(teacher_run,
         np.testing.assert_array_equal(got, want)
     with pytest.raises(SystemExit, match="vitjax export: error: .* is not a vitjax run"):
         cli.main(["export", str(tmp_path), "--out", out])
+    missing = str(tmp_path / "no such folder" / "t.npz")  # refused before the (missing) checkpoint is read
+    with pytest.raises(SystemExit, match=re.escape(f"--out {missing!r}: its directory {os.path.dirname(missing)} "
+                                                   f"does not exist")):
+        cli.main(["export", str(tmp_path / "no run"), "--out", missing])
