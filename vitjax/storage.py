@@ -81,6 +81,24 @@ def makedirs(path) -> None:
         os.makedirs(path, exist_ok=True)
 
 
+def nearest_existing(path) -> str:
+    """A local `path` made absolute, or its nearest ancestor that exists."""
+    existing = os.path.abspath(path)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    return existing
+
+
+def unwritable_ancestor(path) -> str | None:
+    """The directory that stops this user making or writing the local `path` (itself, or its nearest
+    existing ancestor: read-only, another owner's), or None when it can be written; a URL gives None
+    (a bucket's permissions show at the first write)."""
+    if is_remote(path):
+        return None
+    existing = nearest_existing(path)
+    return None if os.access(existing, os.W_OK | os.X_OK) else existing
+
+
 def read_bytes(path) -> bytes:
     return as_path(path).read_bytes()
 

@@ -186,6 +186,25 @@ def test_a_workdir_the_trainer_wrote(trained_tiny_run, tmp_path):
     assert set(numbers["posemb_similarity"]) >= {"trained", "init"}
 
 
+def test_a_run_on_a_disk_this_user_cannot_write_is_analysed_only_into_another_out(trained_tiny_run, tmp_path,
+                                                                                   monkeypatch, capsys):
+    """E.g. a finished run on a read-only mount: its default out (WORKDIR/analysis) is refused, naming
+    the fix, before anything is read or computed; --out elsewhere works."""
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if str(path).startswith(str(trained_tiny_run))
+                        else real_access(path, mode))
+    monkeypatch.setattr(reader, "read_params", lambda *a, **k: pytest.fail("read before the refusal"))
+    args = argparse.Namespace(workdir=trained_tiny_run, checkpoint=None, out=None, num_images=2, init_control=False,
+                              beside=())
+    with pytest.raises(SystemExit, match=re.escape(f"vitjax analyze: error: the figures go to "
+                                                   f"{os.path.join(trained_tiny_run, 'analysis')}, and this user "
+                                                   f"cannot write in {trained_tiny_run}; pass --out")):
+        run.run(args)
+    monkeypatch.undo()
+    run.run(argparse.Namespace(**{**vars(args), "out": str(tmp_path / "elsewhere")}))
+    assert "summary: " + str(tmp_path / "elsewhere" / "summary.json") in capsys.readouterr().out
+
+
 def test_the_init_control_is_the_trainers_initialisation_of_the_runs_architecture(trained_tiny_run):
     """Same architecture (every shape), different numbers from the trained ones, equal to the trainer's
     own initial state for the config's seed."""

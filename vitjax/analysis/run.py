@@ -409,9 +409,13 @@ def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None
     if storage.is_remote(out or run_dir):
         raise ValueError(f"vitjax analyze writes its figures with local file APIs, and {out or run_dir} is a "
                          f"bucket URL; pass --out with a local directory (a gs:// --workdir is fine)")
+    out = out or rundir.file_path(run_dir, rundir.ANALYSIS)
+    blocked = storage.unwritable_ancestor(out)
+    if blocked is not None:  # e.g. a finished run on a read-only disk: said before anything is computed
+        raise ValueError(f"the figures go to {out}, and this user cannot write in {blocked}; pass --out with a "
+                         f"directory you can write")
     config = rundir.load_config(run_dir)
     params = reader.read_params(checkpoint or workdir)
-    out = out or rundir.file_path(run_dir, rundir.ANALYSIS)
     beside = [beside] if isinstance(beside, str) else list(beside or ())
     if config.get("objective") == "sam":
         result = _analyze_sam(run_dir, config, params, checkpoint, out, num_images, init_control, beside)

@@ -9,6 +9,7 @@ plan checks next; data.* values are vitjax/data's (`data.get_info`, which plan c
 """
 import os
 
+from vitjax import storage
 from vitjax.objectives import OBJECTIVES  # the registry alone: no objective module, no JAX
 
 # The names optimizer.py and the trainer act on (tests/train/test_checks.py checks that each builds).
@@ -169,7 +170,7 @@ def workdir(path: str) -> None:
             raise ValueError(f"workdir {path!r}: {scheme}:// is not a store vitjax can write; use a local path "
                              f"or a bucket URL ({', '.join(s + '://' for s in REMOTE_SCHEMES)})")
         return
-    existing = _nearest_existing(path)
+    existing = storage.nearest_existing(path)
     if not os.path.isdir(existing):
         where = "is a file" if existing == os.path.abspath(path) else f"lies below {existing!r}, a file"
         raise ValueError(f"workdir {path!r} {where}; pass a directory (a new one, or a run's workdir)")
@@ -178,17 +179,7 @@ def workdir(path: str) -> None:
 def writable_workdir(path: str) -> None:
     """Refuses a local workdir (or the nearest existing directory above it) this user cannot write:
     checked once a finished run, which is only reported, has been told apart."""
-    if "://" in path:
-        return
-    existing = _nearest_existing(path)
-    if not os.access(existing, os.W_OK | os.X_OK):
+    existing = storage.unwritable_ancestor(path)
+    if existing is not None:
         raise ValueError(f"workdir {path!r}: this user cannot write in {existing!r}; pass a directory you can "
                          f"write, or change its permissions")
-
-
-def _nearest_existing(path: str) -> str:
-    """`path` made absolute, or its nearest ancestor that exists."""
-    existing = os.path.abspath(path)
-    while not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    return existing
