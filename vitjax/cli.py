@@ -272,8 +272,19 @@ def main(argv=None):
         args = parse_command_line(parser, argv)  # their --config.KEY=VALUE overrides go to args.overrides
     else:
         args = parser.parse_args(argv)
-    {"train": _train, "eval": _eval, "export": _export, "data": _data, "analyze": lambda a: (join(a), analysis.run(a)), "sweep": sweeps.sweep_main,
-     "plot": sweeps.plot_main, "bench": bench.run}[args.command](args)
+    command = {"train": _train, "eval": _eval, "export": _export, "data": _data,
+               "analyze": lambda a: (join(a), analysis.run(a)), "sweep": sweeps.sweep_main, "plot": sweeps.plot_main,
+               "bench": bench.run}[args.command]
+    try:
+        command(args)
+    except KeyboardInterrupt:
+        # Train and sweep answer Ctrl-C themselves (a save; the runs' states recorded); the other commands
+        # write whole files. The exit skips the interpreter's teardown, which can crash while XLA still
+        # compiles on other threads (a segfault after a stopped `vitjax analyze`, seen 2026-12-07).
+        from vitjax.train.preemption import INTERRUPTED_EXIT_CODE
+        print(f"vitjax {args.command}: stopped by Ctrl-C", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(INTERRUPTED_EXIT_CODE)
 
 
 if __name__ == "__main__":

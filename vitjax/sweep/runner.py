@@ -47,7 +47,7 @@ import traceback
 
 from vitjax import rundir, storage
 from vitjax.sweep import runlock, stale, table
-from vitjax.train.preemption import PREEMPTED_EXIT_CODE
+from vitjax.train.preemption import INTERRUPTED_EXIT_CODE, PREEMPTED_EXIT_CODE
 
 # Signals that stop a sweep cleanly: Ctrl-C, a preemption notice, the terminal closing.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -150,7 +150,8 @@ def launch_process(environ=None) -> tuple[int, int]:
 
 def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parallel: int = 1,
               fewshot: bool = True, pin_gpus: bool = False, redo_stale: bool = False, echo=print) -> int:
-    """Runs the selected runs; returns 0 when every one of them finished, 1 otherwise (130: interrupted).
+    """Runs the selected runs; returns 0 when every one of them finished, 1 otherwise (INTERRUPTED_EXIT_CODE:
+    interrupted).
 
     `redo_stale`: a run trained with another config than the sweep now gives it is moved to
     DIR/_stale/ and trained afresh (without it, it is reported and left alone).
@@ -185,7 +186,7 @@ def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parall
     _write_table(sweep_dir, echo, quiet=True)
     jobs = _Jobs(plan, sweep_dir, settings, parallel, pin_gpus=pin_gpus, redo_stale=redo_stale, echo=echo)
     if not _run_all(jobs, parallel):
-        return 130
+        return INTERRUPTED_EXIT_CODE
     return _final_report(sweep_dir, runs, jobs.say)
 
 
