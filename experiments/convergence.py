@@ -24,7 +24,8 @@ trains seed 0 at 550, 5.5k and 55k and seeds 1-2 at 5.5k the same way, so that e
 ran on one host and code (seed 0's ladders did not); `:part=small` seeds 1-2 at 550 and 1.7k (C1).
 
 `:part=arm,arm=ARM` runs seed 0's ladders of an arm whose read-outs depend on the budget, and
-`:part=arm_seeds,arm=ARM` its other seeds at the multiples its ladders chose (R1c-R3c, M1c, M3c, D4c in
+`:part=arm_seeds,arm=ARM` its other seeds at the multiples its ladders chose (`seeds=2` only those,
+which may lie past the protocol's: seeds added where they decide a read-out) (R1c-R3c, M1c, M3c, D4c in
 experiments/README.md): ARM is `deit` (the augmented DeiT student at 55k), `size` (ViT width 32 and BiT
 root width 4 at 550 and 55k; the other widths, 64 and 8, are the plain configs, whose converged runs
 are C1-C4's) or `reg` (the regularisation arm at 550, 1.7k, 5.5k and 55k, at the strength its extended
@@ -131,11 +132,14 @@ def arm_chosen_file(arm: str) -> str:
     return os.path.join(_HERE, "results", "convergence", "arms", arm, "convergence.json")
 
 
-def arm_runs(arm: str, other_seeds: bool = False, controls: bool = True, sizes: tuple | None = None) -> list:
+def arm_runs(arm: str, other_seeds: bool = False, controls: bool = True, sizes: tuple | None = None,
+             seeds: tuple | None = None) -> list:
     """Seed 0's ladders of `arm` (or, with `other_seeds`, its other seeds at the chosen multiples), from
     the runs its own sweep file gives at the protocol's budget; with `controls`, each of those seeds'
     plain-arm runs its read-outs pair with, at the plain ladders' chosen multiples, so that every term
-    of a seed trains on one host and code. `sizes`: only those of the arm's sizes (a part of it)."""
+    of a seed trains on one host and code. `sizes`: only those of the arm's sizes (a part of it).
+    `seeds` (with `other_seeds`): only these, which may lie past the protocol's (the arm's sweep file
+    then gives them through its `large_seeds`, as seeds added where they decide a read-out)."""
     if arm not in ARMS:
         raise ValueError(f"arm={arm!r}; the arms are {', '.join(ARMS)}")
     spec = ARMS[arm]
@@ -143,10 +147,14 @@ def arm_runs(arm: str, other_seeds: bool = False, controls: bool = True, sizes: 
     if not set(wanted) <= set(spec.sizes):
         raise ValueError(f"sizes={'+'.join(map(str, wanted))}: arm {arm!r} reads sizes "
                          f"{'+'.join(map(str, spec.sizes))}; name some of them")
+    if seeds is not None and 0 in seeds:
+        raise ValueError("seeds=0: seed 0's runs are the arm's ladders (part=arm); name its other seeds")
+    arg = spec.arg if seeds is None else f"{spec.arg},large_seeds={max(seeds) + 1}"
     runs, seeds_at = [], {}
-    for name, config, overrides in load_module(os.path.join(_HERE, spec.file)).get_runs(spec.arg):
+    for name, config, overrides in load_module(os.path.join(_HERE, spec.file)).get_runs(arg):
         model, size, seed = name.rsplit("_n", 1)[0], overrides["data.train_size"], overrides["seed"]
-        if model not in spec.ladders or size not in wanted or (seed != 0) != other_seeds:
+        if model not in spec.ladders or size not in wanted or (seed != 0) != other_seeds or \
+                (seeds is not None and seed not in seeds):
             continue
         seeds_at.setdefault(size, set()).add(seed)
         if other_seeds:
@@ -159,6 +167,16 @@ def arm_runs(arm: str, other_seeds: bool = False, controls: bool = True, sizes: 
     return runs
 
 
+def _numbers(settings: dict, key: str, example: str) -> tuple | None:
+    """`key`'s integers joined by '+' (sizes=550+1700), or None when not given."""
+    if key not in settings:
+        return None
+    try:
+        return tuple(int(n) for n in settings[key].split("+"))
+    except ValueError:
+        raise ValueError(f"{key}={settings[key]!r}: integers joined by '+', e.g. {key}={example}") from None
+
+
 def get_runs(arg=None):
     settings = dict(item.split("=", 1) for item in arg.split(",")) if arg else {}
     part = settings.get("part")
@@ -167,14 +185,11 @@ def get_runs(arg=None):
         if controls not in ("true", "false"):
             raise ValueError(f"controls={controls!r}: true (the default: the plain runs the arm pairs with, "
                              f"on its host) or false (the arm's own runs alone)")
-        sizes = settings.get("sizes")
-        try:
-            sizes = None if sizes is None else tuple(int(n) for n in sizes.split("+"))
-        except ValueError:
-            raise ValueError(f"sizes={settings['sizes']!r}: training-set sizes joined by '+', e.g. "
-                             f"sizes=550+1700") from None
+        sizes, seeds = (_numbers(settings, key, example) for key, example in (("sizes", "550+1700"), ("seeds", "2")))
+        if seeds is not None and part != "arm_seeds":
+            raise ValueError("seeds= chooses part=arm_seeds's seeds; part=arm trains seed 0's ladders")
         return arm_runs(settings.get("arm"), other_seeds=part == "arm_seeds", controls=controls == "true",
-                        sizes=sizes)
+                        sizes=sizes, seeds=seeds)
     if part in SEED_PARTS:
         return [run for sizes, seeds in SEED_PARTS[part] for size in sizes for seed in seeds
                 for model, config in MODELS.items() for run in converged_runs(model, config, size, seed)]

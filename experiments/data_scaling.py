@@ -20,7 +20,7 @@ results README.
 """
 import os
 
-from vitjax.config import load_module
+from vitjax.config import load_module, parse_arg
 
 _protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
 
@@ -35,8 +35,11 @@ MODELS = {
 
 
 def get_runs(arg=None):
+    """`:large_seeds=N` trains N seeds above 5.5k instead of the protocol's 2 (e.g. a DeiT teacher for
+    seed 2 at 55k: `:large_seeds=3 --only bit_n55000_s2`)."""
+    args = parse_arg(arg, large_seeds=2)
     return [(f"{model}_n{size}_s{seed}", config, _protocol.overrides(size, seed))
             # Pairs first: a sweep stopped part-way leaves paired seeds at the sizes it finished.
             for size in _protocol.SIZES
-            for seed in _protocol.seeds(size)
+            for seed in _protocol.seeds(size, large_seeds=args.large_seeds)
             for model, config in MODELS.items()]

@@ -24,6 +24,7 @@ Parts (13 runs each):
             run directories do not outlive a session, 0.9 MB files do).
   deit_aug  configs/fashion_mnist/deit.py: the same student and teachers with DeiT's augmentation and
             regularisation fitted to 28x28 (RandAugment, erasing, Mixup/CutMix, smoothing, droppath).
+`large_seeds=N` gives N seeds above 5.5k instead of the protocol's 2 (each needs its teacher).
 A selected run whose teacher file is missing fails before any run starts (the runner checks every
 run's inputs), naming the files; `--only` runs the students whose teachers exist.
 
@@ -58,12 +59,12 @@ def teacher(teachers: str, size: int, seed: int) -> str:
 
 
 def get_runs(arg=None):
-    args = parse_arg(arg, part="swin", teachers="experiments/results/deit_teachers")
+    args = parse_arg(arg, part="swin", teachers="experiments/results/deit_teachers", large_seeds=2)
     if args.part not in PARTS:
         raise ValueError(f"part={args.part!r}; the parts are {', '.join(PARTS)}")
     prefix, config = PARTS[args.part]
     return [(f"{prefix}_n{size}_s{seed}", config, _overrides(args, size, seed))
-            for size in _protocol.SIZES for seed in _protocol.seeds(size)]
+            for size in _protocol.SIZES for seed in _protocol.seeds(size, large_seeds=args.large_seeds)]
 
 
 def _overrides(args, size: int, seed: int) -> dict:

@@ -152,3 +152,25 @@ def test_an_arms_other_seeds_train_at_the_multiple_its_ladder_chose(tmp_path, mo
     assert runs["deitaug_n55000_s1_x2"]["seed"] == 1 and "distillation.teacher" in runs["deitaug_n55000_s1_x2"]
     with pytest.raises(ValueError, match="the arms are deit, size, reg"):
         convergence.get_runs("part=arm,arm=dropout")
+
+
+def test_seeds_past_the_protocols_train_alone_with_their_own_teacher_and_control(tmp_path, monkeypatch):
+    """`seeds=2` (D4c's added seed): only seed 2's rungs and control, its subset and its own teacher, as
+    the arm's sweep file gives them with large_seeds=3; the plain sweep gives that teacher's run."""
+    convergence = load_module(os.path.join(ROOT, "experiments", "convergence.py"))
+    chosen = tmp_path / "convergence.json"
+    chosen.write_text(json.dumps({"deitaug_n55000": {"chosen": 4}}))
+    monkeypatch.setattr(convergence, "arm_chosen_file", lambda arm: str(chosen))
+    runs = {name: overrides for name, _, overrides in convergence.get_runs("part=arm_seeds,arm=deit,seeds=2")}
+    assert sorted(runs) == ["bit_n55000_s2_x1", "deitaug_n55000_s2_x1", "deitaug_n55000_s2_x4"]
+    student = runs["deitaug_n55000_s2_x4"]
+    assert (student["seed"], student["data.subset_seed"]) == (2, 2)
+    assert student["distillation.teacher"].endswith("deit_teachers/bit_n55000_s2.npz")
+    for wrong, message in (("part=arm_seeds,arm=deit,seeds=0", "seed 0's runs are the arm's ladders"),
+                           ("part=arm,arm=deit,seeds=2", "seeds= chooses part=arm_seeds's seeds"),
+                           ("part=arm_seeds,arm=deit,seeds=two", "seeds='two': integers joined by '\\+'")):
+        with pytest.raises(ValueError, match=message):
+            convergence.get_runs(wrong)
+    plain = load_module(os.path.join(ROOT, "experiments", "data_scaling.py"))
+    assert "bit_n55000_s2" in {name for name, _, _ in plain.get_runs("large_seeds=3")}
+    assert "bit_n55000_s2" not in {name for name, _, _ in plain.get_runs()}
