@@ -346,9 +346,10 @@ def _value_text(value) -> str:
 # otherwise: a check of spelling alone would not lead from them to these.
 _NAMES_ELSEWHERE = {
     "learning_rate": "lr", "base_lr": "lr", "blr": "lr", "min_lr": "end_lr", "epochs": "total_epochs",
-    "num_epochs": "total_epochs", "steps": "total_steps", "num_train_steps": "total_steps", "num_steps": "total_steps", "wd": "weight_decay",
-    "grad_clip": "grad_clip_norm", "clip_grad": "grad_clip_norm", "smoothing": "label_smoothing",
-    "lr_schedule": "schedule", "mixup": "data.mixup_alpha", "cutmix": "data.cutmix_alpha", "dataset": "data.name",
+    "num_epochs": "total_epochs", "steps": "total_steps", "num_train_steps": "total_steps",
+    "num_steps": "total_steps", "wd": "weight_decay", "grad_clip": "grad_clip_norm", "clip_grad": "grad_clip_norm",
+    "smoothing": "label_smoothing", "lr_schedule": "schedule", "mixup": "data.mixup_alpha",
+    "cutmix": "data.cutmix_alpha", "dataset": "data.name",
 }
 
 

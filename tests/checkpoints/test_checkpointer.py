@@ -203,8 +203,9 @@ def test_a_disk_that_fills_while_a_step_is_written_is_one_error_naming_the_last_
     monkeypatch.setattr(ckpt._manager, "wait_until_finished", fails)
     monkeypatch.setattr(ckpt._manager, "save", fails)
     for call in (lambda: ckpt.save(3, state, {}), ckpt.wait, ckpt.close):
-        with pytest.raises(checkpointer.FullDiskError, match=r"the disk filled up while a checkpoint was written; "
-                                                               r"the last complete one is step 1\. Free space") as raised:
+        with pytest.raises(checkpointer.FullDiskError, match=r"the disk filled up while a checkpoint was written; the "
+                           r"last complete one is step 1\. Free space and run the same command again, which "
+                           r"resumes from it") as raised:
             call()
         assert raised.value.filename == ckpt.directory and raised.value.__cause__ is None
         assert "(errno ENOSPC)" in cli._os_error(raised.value)

@@ -17,7 +17,6 @@ arrays (the same on each), and only process 0 moves a step. Where steps live is 
 import contextlib
 import errno
 import logging
-import os
 import shutil
 import time
 
@@ -126,21 +125,18 @@ class Checkpointer:
                                 self.directory) from None
 
     def _check_room(self, step: int, state) -> None:
-        """Raises OSError(ENOSPC) naming the directory, writing nothing, when its disk cannot hold the
-        arrays this process would write for `step`: an async save that runs out of room is reported
-        only at the next save, under the checkpoint library's logs. Decided by all processes together."""
+        """Raises FullDiskError naming the directory, writing nothing, when its disk cannot hold what
+        this process would write for `step` (its arrays and orbax's metadata): an asynchronous save that
+        ran out of room would show only when awaited, at the next save. Decided by all processes together."""
         if storage.is_remote(self.directory):
             return
         leaves = jax.tree.leaves(state)
         need = sum(_bytes_written_here(leaf) for leaf in leaves) + _OVERHEAD_PER_ARRAY * len(leaves) + _OVERHEAD
-        existing = self.directory
-        while not os.path.isdir(existing):
-            existing = os.path.dirname(existing)
-        free = shutil.disk_usage(existing).free
+        free = shutil.disk_usage(storage.nearest_existing(self.directory)).free
         if _agree(int(free < need)):
-            raise FullDiskError(errno.ENOSPC, f"no room for checkpoint step {step}: it needs {need / 2**20:,.1f} MiB, "
-                          f"{free / 2**20:,.1f} MiB are free (on some process); free space and run the same "
-                          f"command again, which resumes from the last checkpoint", self.directory)
+            raise FullDiskError(errno.ENOSPC, f"no room for checkpoint step {step}: it needs {need / 2**20:,.1f} "
+                                f"MiB, {free / 2**20:,.1f} MiB are free (on some process); free space and run the "
+                                f"same command again, which resumes from the last checkpoint", self.directory)
 
     def restore_latest(self, abstract_state):
         """(state, meta) of the newest step that verifies; None when the directory holds no step.

@@ -150,8 +150,8 @@ def launch_process(environ=None) -> tuple[int, int]:
 
 def run_sweep(sweep, sweep_dir: str, *, only=None, dry_run: bool = False, parallel: int = 1,
               fewshot: bool = True, pin_gpus: bool = False, redo_stale: bool = False, echo=print) -> int:
-    """Runs the selected runs; returns 0 when every one of them finished, 1 otherwise (INTERRUPTED_EXIT_CODE:
-    interrupted).
+    """Runs the selected runs; returns 0 when every one of them finished, 1 otherwise, and
+    INTERRUPTED_EXIT_CODE when stopped.
 
     `redo_stale`: a run trained with another config than the sweep now gives it is moved to
     DIR/_stale/ and trained afresh (without it, it is reported and left alone).
