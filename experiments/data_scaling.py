@@ -37,7 +37,7 @@ MODELS = {
 def get_runs(arg=None):
     """`:large_seeds=N` trains N seeds above 5.5k instead of the protocol's 2 (e.g. a DeiT teacher for
     seed 2 at 55k: `:large_seeds=3 --only bit_n55000_s2`)."""
-    args = parse_arg(arg, large_seeds=2)
+    args = parse_arg(arg, large_seeds=_protocol.LARGE_SEEDS)
     return [(f"{model}_n{size}_s{seed}", config, _protocol.overrides(size, seed))
             # Pairs first: a sweep stopped part-way leaves paired seeds at the sizes it finished.
             for size in _protocol.SIZES

@@ -59,7 +59,8 @@ def teacher(teachers: str, size: int, seed: int) -> str:
 
 
 def get_runs(arg=None):
-    args = parse_arg(arg, part="swin", teachers="experiments/results/deit_teachers", large_seeds=2)
+    args = parse_arg(arg, part="swin", teachers="experiments/results/deit_teachers",
+                     large_seeds=_protocol.LARGE_SEEDS)
     if args.part not in PARTS:
         raise ValueError(f"part={args.part!r}; the parts are {', '.join(PARTS)}")
     prefix, config = PARTS[args.part]
