@@ -66,3 +66,21 @@ def test_prompts_are_class_major_and_a_template_naming_an_unknown_field_is_an_er
         zero_shot.prompts(classes, ["a {shade} {item}"])
     with pytest.raises(ValueError, match="names no field"):
         zero_shot.prompts(classes, ["a purple bag"])
+
+
+def test_caption_retrieval_counts_each_caption_once():
+    """Image 0's own caption (composition 1) is the second most similar of the captions shown; the
+    first, composition 0, is the caption of five other pairs. Among the pairs' captions with their
+    copies, those five tie at the top and image 0's R@5 would be a miss; among distinct captions it hits."""
+    from vitjax.evaluate import caption_evals
+
+    texts = np.eye(3)  # compositions 0, 1, 2 (2 not among the pairs)
+    labels = np.array([1, 0, 0, 0, 0, 0])
+    images = np.array([[0.9, 0.5, 0.0]] + [[1.0, 0.0, 0.0]] * 5)
+    found = caption_evals.caption_retrieval(images, texts, labels)
+    assert found["image_to_text_r1"] == 5 / 6 and found["image_to_text_r5"] == 1.0
+    # Texts to images, each distinct caption one query: both find one of their images first.
+    assert found["text_to_image_r1"] == 1.0
+    # With every pair's caption as a candidate (copies included), image 0's top 5 is composition 0 alone.
+    copies = retrieval.recall_at_k(images @ texts[labels].T, labels[:, None] == labels[None, :])
+    assert copies["image_to_text_r5"] == copies["image_to_text_r1"] == 5 / 6

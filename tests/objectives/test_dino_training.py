@@ -9,6 +9,7 @@ import shutil
 
 import jax
 import numpy as np
+import pytest
 
 from vitjax import cli, models, rundir
 from vitjax.interop import pretrained
@@ -84,6 +85,20 @@ def test_dino_trains_through_the_cli_logs_its_monitors_and_resumes_bit_exactly(t
     assert not np.array_equal(teacher["embedding"]["kernel"], state["params"]["embedding"]["kernel"])
     np.testing.assert_array_equal(loaded["embedding"]["kernel"], teacher["embedding"]["kernel"])
     assert "dino_head" not in loaded and float(np.abs(loaded["head"]["kernel"]).max()) == 0
+
+
+def test_vitjax_eval_reads_the_teacher_as_the_trainer_did(trained_tiny_dino_run, tmp_path):
+    """`vitjax eval` of the newest checkpoint repeats the trainer's final test metrics, which were the
+    teacher's; of checkpoint_best, the trainer's metrics at the best step. (The student would score
+    otherwise: it is not the teacher, the test above shows.)"""
+    copy = str(tmp_path / "run")  # eval writes eval.json into the run; the shared run stays as trained
+    shutil.copytree(trained_tiny_dino_run, copy)
+    results = rundir.read_results(copy)
+    for checkpoint, suffix in ((None, ""), (locations.best_checkpoint_dir(copy), "_at_best")):
+        cli.main(["eval", "--workdir", copy] + (["--checkpoint", checkpoint] if checkpoint else []))
+        scores = rundir.read_json(copy, rundir.EVAL)
+        for name in ("view_agreement", "view_cross_entropy"):
+            assert scores[f"test_{name}"] == pytest.approx(results[f"test_{name}{suffix}"], rel=1e-5), (name, suffix)
 
 
 def test_an_exported_dino_run_loads_as_the_run_does(trained_tiny_dino_run, tmp_path, capsys):

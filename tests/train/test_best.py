@@ -1,6 +1,7 @@
 """Best-validation selection: the validation split picks the step, the test split only reports it."""
 import contextlib
 import os
+import shutil
 
 import jax
 import numpy as np
@@ -11,7 +12,7 @@ from vitjax.evaluate.evaluator import Evaluator
 from vitjax.train import best, trainer
 from vitjax.train.preemption import Preempted
 from vitjax.checkpoints import locations, reader
-from vitjax import metrics_log
+from vitjax import cli, metrics_log, rundir
 from tests.train import tiny_config
 
 BEST_KEYS = {"best_val_accuracy", "best_val_loss", "best_step", "test_accuracy_at_best", "test_loss_at_best",
@@ -92,6 +93,20 @@ def test_test_accuracy_at_best_is_the_saved_best_parameters_on_test(validated):
     assert results["test_accuracy_at_best"] == pytest.approx(test["accuracy"], abs=1e-6)
     assert results["test_loss_at_best"] == pytest.approx(test["loss"], rel=1e-5)
     assert results["test_accuracy_at_best"] != results["test_accuracy"]  # not the final parameters
+
+
+def test_vitjax_eval_of_the_best_checkpoint_gives_the_test_accuracy_at_best(validated, tmp_path, capsys):
+    """`vitjax eval --checkpoint RUN/checkpoint_best`, as the study files tell users to run it: the best
+    step's parameters alone (no train state) on test, the numbers results.json holds at best."""
+    workdir, results = validated
+    copy = str(tmp_path / "run")  # eval writes eval.json into the run; the module's run stays as trained
+    shutil.copytree(workdir, copy)
+    cli.main(["eval", "--workdir", copy, "--checkpoint", locations.best_checkpoint_dir(copy)])
+    assert f"step={results['best_step']} " in capsys.readouterr().out
+    scores = rundir.read_json(copy, rundir.EVAL)
+    assert scores["step"] == results["best_step"]
+    assert scores["test_accuracy"] == pytest.approx(results["test_accuracy_at_best"], abs=1e-6)
+    assert scores["test_loss"] == pytest.approx(results["test_loss_at_best"], rel=1e-5)
 
 
 def test_a_preempted_run_resumes_with_its_best_so_far(validated, tmp_path, monkeypatch):

@@ -8,8 +8,8 @@ and image-text retrieval recall, both directions.
 
 Keys: zero_shot_accuracy (all pairs), zero_shot_held_out, zero_shot_seen (40 colour-item classes, each
 the mean of its template prompts: vitjax/evaluate/zero_shot.py), image_to_text_r1/_r5 and
-text_to_image_r1/_r5 (vitjax/evaluate/retrieval.py, among the `max_test` pairs' own captions; a text
-with the same caption as the image's counts as right), num_test, num_held_out. Images pass through the
+text_to_image_r1/_r5 (vitjax/evaluate/retrieval.py, between the `max_test` pairs' images and their
+distinct captions, each caption once: `caption_retrieval`), num_test, num_held_out. Images pass through the
 run's pp_eval; texts through the run's tokenizer (its tokenizer.json record).
 Tests: tests/objectives/test_contrastive_objective.py (logged during a tiny run); the metrics themselves:
 tests/evaluate/test_zero_shot_and_retrieval.py.
@@ -63,8 +63,17 @@ class CaptionEvals:
                  "zero_shot_held_out": float(correct[held].mean()) if held.any() else float("nan"),
                  "zero_shot_seen": float(correct[~held].mean()) if (~held).any() else float("nan"),
                  "num_test": int(len(labels)), "num_held_out": int(held.sum())}
-        found.update(retrieval.recall_at_k(images @ texts[labels].T, labels[:, None] == labels[None, :]))
+        found.update(caption_retrieval(images, texts, labels))
         return found
+
+
+def caption_retrieval(images, texts, labels) -> dict:
+    """Retrieval R@1 and R@5 between the images [n, D] and the distinct captions among their composition
+    ids `labels` [n] (`texts` [compositions, D] holds every composition's caption embedding): each caption
+    once, because copies of one caption embed identically and would tie, filling an image's top 5 with
+    one caption (its R@5 then equal to its R@1)."""
+    shown = np.unique(labels)
+    return retrieval.recall_at_k(images @ texts[shown].T, labels[:, None] == shown[None, :])
 
 
 def for_run(config, model, tokenizer, *, max_test: int, split: str = "test") -> CaptionEvals:

@@ -7,9 +7,10 @@
 describe which image (None: the diagonal, pair i is image i and text i). R@k image -> text is the share
 of images with a relevant text among their k most similar texts; text -> image the share of texts with
 a relevant image among their k most similar images (COCO/Flickr's protocol, Karpathy & Fei-Fei 2015).
-A `relevant` matrix lets several texts be right for one image: the caption data made here repeats
-captions (400 compositions), and a retrieved text that says the same as the image's own caption is no
-error. Ties in similarity rank by index (a stable sort), so the score never depends on the platform.
+A `relevant` matrix lets several texts be right for one image and several images for one text. Pass
+each distinct text once: copies of one text tie exactly and fill the top k with one text
+(caption_evals.caption_retrieval does so for the caption data, whose 400 compositions repeat). Ties in
+similarity rank by index (a stable sort), so the score never depends on the platform.
 """
 import numpy as np
 
