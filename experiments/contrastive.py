@@ -16,6 +16,7 @@ validation pairs only.
         vitjax eval --workdir $d --checkpoint $d/checkpoint_best --captions
     done
     python experiments/contrastive_readouts.py runs/contrastive --out experiments/results/contrastive/readouts.json
+    python experiments/contrastive_figure.py runs/contrastive --out experiments/results/contrastive/figure
 
 The read-outs (S1-S3, L1-L4) and their rules are pre-registered (experiments/README.md) before any run.
 

@@ -77,3 +77,20 @@ def test_scores_of_another_step_a_run_twice_and_pairs_across_hosts_are_refused(t
     _run(tmp_path / "d", sweep.lit_name("scratch", 0), 0.3, cpu="cpu B")
     with pytest.raises(ValueError, match="seed 0's runs to be paired differ in host"):
         reader.lit_arm([str(tmp_path / "d")])
+
+
+def test_the_figure_draws_the_finished_lit_runs_and_says_what_has_not_run(tmp_path):
+    figure = load_module(os.path.join(EXPERIMENTS, "contrastive_figure.py"))
+    for seed in (0, 1):
+        for arm, value in {"scratch": 0.10, "vit": 0.30, "mae": 0.105, "dino": 0.05}.items():
+            _run(tmp_path / "runs", sweep.lit_name(arm, seed), value + seed / 100, seen=0.4)
+    found = figure.collect([str(tmp_path / "runs")])
+    assert found["batch"] == {}
+    assert found["lit"]["vit"]["held_out"]["values"] == [30.0, 31.0]
+    assert found["lit"]["vit"]["held_out"]["mean"] == pytest.approx(30.5)
+    assert found["lit"]["dino"]["seen"]["values"] == [40.0, 40.0]
+    out = str(tmp_path / "out" / "figure")
+    assert figure.main([str(tmp_path / "runs"), "--out", out]) == 0
+    assert os.path.getsize(out + ".png") > 10_000
+    with open(out + ".json") as f:
+        assert json.load(f)["lit"]["scratch"]["held_out"]["seeds"] == [0, 1]
