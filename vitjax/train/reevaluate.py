@@ -2,8 +2,8 @@
 
 Here in train, not in evaluate, because it restores the run's whole train state as the trainer does
 (its plan, state spec and Checkpointer, layout and checksums checked; from a checkpoint_best/, which
-holds the best step's parameters alone, just those, as the trainer's test at best): train may import evaluate (the
-trainer evaluates), and evaluate imports nothing of train. It opens the checkpoints read-only: orbax
+holds the best step's parameters alone, just those, as the trainer's test at best): train may import
+evaluate (the trainer evaluates), and evaluate imports nothing of train. It opens the checkpoints read-only: orbax
 cleans nothing (a live run's save in progress survives), and a corrupt step is reported and left for
 the trainer to set aside. The few-shot probe needs only the parameters, so `fewshot_workdir` stays in
 evaluate.
