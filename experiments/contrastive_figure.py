@@ -72,9 +72,11 @@ def draw_batch(ax, batch: dict) -> None:
 
 
 def draw_lit(ax, lit: dict) -> None:
-    ax.set_title("(b) LiT: locked image tower vs both from scratch\n"
-                 f"batch {sweep.LIT_BATCH}, sigmoid loss, {sweep.STEPS:,} steps", fontsize=10)
     arms = [arm for arm in sweep.ARMS if arm in lit]
+    seeds = sorted({len(lit[arm]["held_out"]["seeds"]) for arm in arms})
+    ax.set_title("(b) LiT: locked image tower vs both from scratch\n"
+                 f"batch {sweep.LIT_BATCH}, sigmoid loss, {sweep.STEPS:,} steps, "
+                 f"{'/'.join(map(str, seeds))} seeds per arm", fontsize=10)
     for i, arm in enumerate(arms):
         for j, (group, style) in enumerate(GROUP_STYLE.items()):
             label = group.replace("_", "-") + " pairs" if i == 0 else None

@@ -86,11 +86,12 @@ def figure(found: dict, path: str) -> None:
     for ax in axes[0]:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             labelled.setdefault(label, handle)
-    axes[0][-1].legend(labelled.values(), labelled.keys(), fontsize=8, loc="center right")
+    # Below the panels: inside one it hid the ladders' points (the 55k ViT's ringed rung).
+    fig.legend(labelled.values(), labelled.keys(), fontsize=8, loc="lower center", ncol=2, frameon=False)
     title = (f"Budget ladder, seed 0: {ladder.BUDGET}. Ringed: the converged budget (the next rung gains <= "
              f"{readouts.protocol.CONVERGENCE_FLOOR} validation points)")
     fig.suptitle(textwrap.fill(title, int(width * 13)), fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
