@@ -66,7 +66,7 @@ CHOSEN = os.path.join(_HERE, "results", "convergence", "convergence.json")
 
 LADDER = Ladder(_protocol.BUDGET, multiples=(1, 2, 4), cooldown_fraction=0.2)
 BUDGET = LADDER.describe()
-TITLE = "Plain arm, budget ladder (seed 0): best validation accuracy against training length"
+TITLE = "Budget ladders (the plain arm's, or an arm's with its controls): one line per rung, test accuracy at best validation"
 FEWSHOT = None
 MODELS = {"vit": "configs/fashion_mnist/vit.py", "bit": "configs/fashion_mnist/bit.py"}
 PARTS = {"1": (550, 5_500, 55_000), "2": (1_700, 17_000)}

@@ -47,3 +47,26 @@ def test_a_budget_that_grows_with_the_data_stays_on_one_curve(tmp_path):
         lines = list(csv.DictReader(f))
     assert sorted((r["line"], int(r["train_size"])) for r in lines) == sorted(
         (family, size) for family in ("vit", "bit") for size in (100, 1000, 10_000))
+
+
+def test_a_ladders_rungs_at_one_size_get_a_line_each_by_their_budget(tmp_path):
+    """A budget ladder (experiments/convergence.py) trains 1x, 2x and 4x at every size: each rung is its own
+    line, named by its budget; one line through all of them would pass through one rung at random."""
+    rows = []
+    for size, base in ((100, 50), (1000, 400)):
+        for multiple in (1, 2, 4):
+            row = _row("vit", size, 0, 0.5 + multiple / 100 + size / 1e5)
+            row["name"] = f"vit_n{size}_s0_x{multiple}"
+            row["config"]["total_steps"] = base * multiple
+            row["examples_seen"] = 128 * base * multiple
+            rows.append(row)
+    _, table = plots.data_scaling(rows, str(tmp_path))
+    with open(table) as f:
+        drawn = {(r["line"], int(r["train_size"])): float(r["accuracy_mean"]) for r in csv.DictReader(f)}
+    assert drawn == {(f"vit, {m}x budget", n): pytest.approx(0.5 + m / 100 + n / 1e5)
+                     for m in (1, 2, 4) for n in (100, 1000)}
+    # One budget at one size asked for two ways (steps, examples): two groups the figure cannot tell apart.
+    twin = {**rows[0], "name": "vit_n100_s0_x1_other",
+            "config": {**rows[0]["config"], "total_steps": 0, "total_examples": 128 * 50}}
+    with pytest.raises(plots.Skipped, match="vit_n100_s0_x1_other"):
+        plots.data_scaling(rows + [twin], str(tmp_path))

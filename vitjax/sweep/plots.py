@@ -65,12 +65,44 @@ def _groups(groups, column: str, varying: tuple, min_points: int = 2) -> list[tu
         flat = aggregate.comparable(group.get("config"))
         signature = json.dumps({k: v for k, v in flat.items() if k not in varying}, sort_keys=True, default=str)
         lines_of.setdefault(signature, []).append(group)
-    kept = sorted((members for members in lines_of.values() if len({g[column] for g in members}) >= min_points),
-                  key=lambda m: (m[0]["model"], _run_prefix(m)))
-    names = [m[0]["model"] for m in kept]
-    lines = [(f"{name} ({_run_prefix(m)})" if names.count(name) > 1 else name, m) for name, m in zip(names, kept)]
-    colours = _line_colours([m[0]["family"] for m in kept], [_run_prefix(m) for m in kept])
+    split = [(line, budget) for members in lines_of.values() for line, budget in _split_budgets(members, column)]
+    kept = sorted(((m, b) for m, b in split if len({g[column] for g in m}) >= min_points),
+                  key=lambda mb: (mb[0][0]["model"], _run_prefix(mb[0]), mb[1] or 0))
+    arms_of = {}
+    for m, _ in kept:
+        arms_of.setdefault(m[0]["model"], set()).add(_run_prefix(m))
+    lines = [(f"{m[0]['model']} ({_run_prefix(m)})" if len(arms_of[m[0]["model"]]) > 1 else m[0]["model"], m)
+             for m, _ in kept]
+    lines = [(f"{label}, {budget:g}x budget" if budget else label, m) for (label, m), (_, budget) in zip(lines, kept)]
+    colours = _line_colours([m[0]["family"] for m, _ in kept], [_run_prefix(m) for m, _ in kept])
     return [(label, colour, m) for (label, m), colour in zip(lines, colours)]
+
+
+def _split_budgets(members, column: str) -> list[tuple[list, float | None]]:
+    """A line's groups as lines with one group per x. Several groups at one x differ in their budget (a
+    ladder's rungs, experiments/convergence.py): each goes on the line of its budget, the examples it
+    trained on as a multiple of the shortest at its x (2.0: '2x budget'), not on one line that would pass
+    through one of them at random. A line with one group per x stays whole (None: no budget named)."""
+    at = {}
+    for g in members:
+        at.setdefault(g[column], []).append(g)
+    if all(len(same) == 1 for same in at.values()):
+        return [(members, None)]
+
+    def runs(groups):
+        return sorted(r for g in groups for r in g.get("runs", []))
+    if any(not g.get("examples_seen") for g in members):
+        raise Skipped(f"several runs at one {column} and no examples_seen to tell their budgets apart: {runs(members)}")
+    shortest = {x: min(g["examples_seen"] for g in same) for x, same in at.items()}
+    by_budget = {}
+    for g in members:
+        by_budget.setdefault(round(g["examples_seen"] / shortest[g[column]], 2), []).append(g)
+    for line in by_budget.values():
+        xs = [g[column] for g in line]
+        if len(xs) != len(set(xs)):
+            raise Skipped(f"runs at one {column} with the same budget differ in something the figure cannot "
+                          f"tell apart: {runs(line)}")
+    return [(line, multiple) for multiple, line in sorted(by_budget.items())]
 
 
 def _run_prefix(members) -> str:
