@@ -120,3 +120,14 @@ def test_a_line_is_broken_where_it_has_no_run():
     ys = ax.lines[0].get_ydata()
     assert list(ys[:2]) == [50.0, 50.0] and ys[2] != ys[2] and ys[3] == 50.0  # NaN at 10k: no segment there
     plt.close(fig)
+
+
+def test_runs_without_a_test_accuracy_are_named_not_dropped_in_silence(tmp_path):
+    """A dual encoder (zero-shot accuracy) or a SAM run (mIoU) beside classifiers: no figure can draw it."""
+    caption_run = {**_row("dual_encoder", 100, 0, None), "name": "siglip_b32_s0"}
+    sweep = _sweep(tmp_path / "mixed", [_row("vit", n, 0, 0.7) for n in (100, 1000)] + [caption_run])
+    result = plots.plot(sweep, str(tmp_path / "out"))
+    assert result["runs"] == 3 and result["without_accuracy"] == ["siglip_b32_s0"]
+    run = subprocess.run([sys.executable, "-m", "vitjax", "plot", sweep, "--out", str(tmp_path / "cli")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0 and "1 of them has no test accuracy" in run.stdout and "siglip_b32_s0" in run.stdout

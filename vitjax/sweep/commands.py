@@ -58,6 +58,10 @@ def plot_main(args) -> None:
     except (ValueError, FileNotFoundError) as error:
         sys.exit(f"vitjax plot: error: {error}")
     print(f"{result['runs']} finished runs in {' '.join([args.sweep_dir, *args.beside])}")
+    if result["without_accuracy"]:
+        unscored = result["without_accuracy"]
+        print(f"{len(unscored)} of them {'has' if len(unscored) == 1 else 'have'} no test accuracy (their objective scores them otherwise) and are in "
+              f"no figure: {', '.join(unscored[:5])}" + (", ..." if len(unscored) > 5 else ""))
     for name, paths in result["written"].items():
         print(f"{name}: " + ", ".join(paths))
     for name, reason in result["skipped"].items():

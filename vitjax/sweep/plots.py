@@ -488,7 +488,8 @@ FIGURES = {"data_scaling": data_scaling, "family_gap": family_gap, "compute": co
 
 
 def plot(sweep_dir: str, out: str | None = None, beside=(), title: str | None = None) -> dict:
-    """Draws every figure the sweep's finished runs allow; returns {'written': {...}, 'skipped': {...}}.
+    """Draws every figure the sweep's finished runs allow; returns {'written': {...}, 'skipped': {...}} and
+    'without_accuracy', the finished runs no figure can draw (no test accuracy).
 
     `beside`: other sweeps' directories whose finished runs are drawn too (a new arm beside the runs it
     is compared with), each line still one sweep's runs; a name already drawn is not taken twice.
@@ -510,7 +511,9 @@ def plot(sweep_dir: str, out: str | None = None, beside=(), title: str | None = 
         meta = {**meta, "title": title}
     out = out or storage.join(sweep_dir, "figures")
     storage.makedirs(out)
-    result = {"out": out, "runs": len(rows), "written": {}, "skipped": {}}
+    # Runs scored otherwise (a dual encoder's zero-shot accuracy, SAM's mIoU) have no place on these axes.
+    unscored = sorted(r["name"] for r in rows if r.get("accuracy") is None)
+    result = {"out": out, "runs": len(rows), "without_accuracy": unscored, "written": {}, "skipped": {}}
     for name, draw in FIGURES.items():
         try:
             result["written"][name] = draw(rows, out, meta)
