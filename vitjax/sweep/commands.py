@@ -60,8 +60,9 @@ def plot_main(args) -> None:
     print(f"{result['runs']} finished runs in {' '.join([args.sweep_dir, *args.beside])}")
     if result["without_accuracy"]:
         unscored = result["without_accuracy"]
-        print(f"{len(unscored)} of them {'has' if len(unscored) == 1 else 'have'} no test accuracy (their objective scores them otherwise) and are in "
-              f"no figure: {', '.join(unscored[:5])}" + (", ..." if len(unscored) > 5 else ""))
+        verb = "has" if len(unscored) == 1 else "have"
+        print(f"{len(unscored)} of them {verb} no test accuracy (their objective scores them otherwise) and are "
+              f"in no figure: {', '.join(unscored[:5])}" + (", ..." if len(unscored) > 5 else ""))
     for name, paths in result["written"].items():
         print(f"{name}: " + ", ".join(paths))
     for name, reason in result["skipped"].items():
