@@ -265,3 +265,13 @@ def test_beside_refuses_a_run_trained_on_other_images_before_drawing(trained_tin
                                                    "(16, 16, 1)")):
         run._beside_variant(trained_tiny_run, (16, 16, 1))
     assert run._beside_variant(trained_tiny_run, (16, 16, 3)).name == run.BESIDE
+
+
+def test_a_dual_encoder_is_sent_to_its_own_evaluation_before_any_checkpoint_is_read(tmp_path):
+    """A contrastive run has no classifier head: the error names what scores it, not the missing head."""
+    with open(tmp_path / "config.json", "w") as f:
+        json.dump({"objective": "contrastive", "model_name": "dual_encoder"}, f)
+    with pytest.raises(ValueError, match=re.escape(f"`vitjax eval --workdir {tmp_path} --captions`")):
+        run.analyze_workdir(str(tmp_path), out=str(tmp_path / "figures"))
+    with pytest.raises(ValueError, match=re.escape(f"--beside {tmp_path} is a dual encoder")):
+        run._beside_variant(str(tmp_path), (16, 16, 1))

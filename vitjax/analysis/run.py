@@ -415,6 +415,7 @@ def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None
         raise ValueError(f"the figures go to {out}, and this user cannot write in {blocked}; pass --out with a "
                          f"directory you can write")
     config = rundir.load_config(run_dir)
+    _refuse_dual_encoder(run_dir, config)
     params = reader.read_params(checkpoint or workdir)
     beside = [beside] if isinstance(beside, str) else list(beside or ())
     if config.get("objective") == "sam":
@@ -433,6 +434,14 @@ def analyze_workdir(workdir: str, checkpoint: str | None = None, out: str | None
     result["meta"].update(workdir=run_dir, checkpoint=checkpoint, requested_images=num_images, beside=beside)
     _write_json(os.path.join(result["out"], "summary.json"), result)
     return result
+
+
+def _refuse_dual_encoder(run_dir: str, config, flag: str = "") -> None:
+    """A dual encoder has no classifier head and no figures here: said before its checkpoint is read."""
+    if config.get("objective") == "contrastive":
+        raise ValueError(f"{flag}{run_dir} is a dual encoder (objective 'contrastive'), and these figures are an "
+                         f"image model's; score it with `vitjax eval --workdir {run_dir} --captions` (zero-shot "
+                         f"and retrieval on its caption data)")
 
 
 def _init_label(config) -> str:
@@ -521,6 +530,7 @@ def _beside_variant(workdir: str, image_shape, index: int = 0) -> Variant:
     from vitjax.checkpoints import locations, reader
     run_dir = locations.locate(workdir).run_dir
     config = rundir.load_config(run_dir)
+    _refuse_dual_encoder(run_dir, config, flag="--beside ")
     params = _host(reader.read_params(workdir))
     model = model_from_config(config, params)
     if image_shape is not None:
