@@ -68,14 +68,19 @@ def _groups(groups, column: str, varying: tuple, min_points: int = 2) -> list[tu
     split = [(line, budget) for members in lines_of.values() for line, budget in _split_budgets(members, column)]
     kept = sorted(((m, b) for m, b in split if len({g[column] for g in m}) >= min_points),
                   key=lambda mb: (mb[0][0]["model"], _run_prefix(mb[0]), mb[1] or 0))
-    arms_of = {}
+    arms_of = {}  # model name: the arms (run-name prefixes) with a line of it
     for m, _ in kept:
         arms_of.setdefault(m[0]["model"], set()).add(_run_prefix(m))
-    lines = [(f"{m[0]['model']} ({_run_prefix(m)})" if len(arms_of[m[0]["model"]]) > 1 else m[0]["model"], m)
-             for m, _ in kept]
-    lines = [(f"{label}, {budget:g}x budget" if budget else label, m) for (label, m), (_, budget) in zip(lines, kept)]
     colours = _line_colours([m[0]["family"] for m, _ in kept], [_run_prefix(m) for m, _ in kept])
-    return [(label, colour, m) for (label, m), colour in zip(lines, colours)]
+    return [(_line_label(m, budget, len(arms_of[m[0]["model"]]) > 1), colour, m)
+            for (m, budget), colour in zip(kept, colours)]
+
+
+def _line_label(members, budget: float | None, name_arm: bool) -> str:
+    """The model's name, its arm where two arms draw one model, and its budget where a ladder's rungs
+    share the figure: 'ViT w64 d6 p4 (vit_lighter), 2x budget'."""
+    label = members[0]["model"] + (f" ({_run_prefix(members)})" if name_arm else "")
+    return label + (f", {budget:g}x budget" if budget else "")
 
 
 def _split_budgets(members, column: str) -> list[tuple[list, float | None]]:
@@ -92,7 +97,8 @@ def _split_budgets(members, column: str) -> list[tuple[list, float | None]]:
     def runs(groups):
         return sorted(r for g in groups for r in g.get("runs", []))
     if any(not g.get("examples_seen") for g in members):
-        raise Skipped(f"several runs at one {column} and no examples_seen to tell their budgets apart: {runs(members)}")
+        raise Skipped(f"several runs at one {column} and no examples_seen to tell their budgets apart: "
+                      f"{runs(members)}")
     shortest = {x: min(g["examples_seen"] for g in same) for x, same in at.items()}
     by_budget = {}
     for g in members:
