@@ -97,6 +97,8 @@ def get_runs(arg=None):
     arg = parse_arg(arg, part="batch_s0", encoders=ENCODER_DIR)
     if arg.part not in PARTS:
         raise ValueError(f"part={arg.part!r}; the parts are {', '.join(PARTS)}")
+    if arg.encoders != ENCODER_DIR and arg.part != "lit":
+        raise ValueError(f"encoders={arg.encoders!r}: read by part=lit only (part={arg.part} trains no locked tower)")
     if arg.part == "sources":
         return [(encoder_name(kind), f"configs/captions/encoder.py:kind={kind}", {"seed": 0}) for kind in ENCODERS]
     if arg.part == "lit":

@@ -57,7 +57,7 @@ import dataclasses
 import json
 import os
 
-from vitjax.config import load_module
+from vitjax.config import load_module, parse_arg
 from vitjax.sweep.budget import Ladder
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -167,29 +167,32 @@ def arm_runs(arm: str, other_seeds: bool = False, controls: bool = True, sizes: 
     return runs
 
 
-def _numbers(settings: dict, key: str, example: str) -> tuple | None:
+def _numbers(text: str, key: str, example: str) -> tuple | None:
     """`key`'s integers joined by '+' (sizes=550+1700), or None when not given."""
-    if key not in settings:
+    if not text:
         return None
     try:
-        return tuple(int(n) for n in settings[key].split("+"))
+        return tuple(int(n) for n in text.split("+"))
     except ValueError:
-        raise ValueError(f"{key}={settings[key]!r}: integers joined by '+', e.g. {key}={example}") from None
+        raise ValueError(f"{key}={text!r}: integers joined by '+', e.g. {key}={example}") from None
+
+
+# The `:arg` keys and their defaults; all but `part` are read by part=arm and part=arm_seeds only.
+ARG_DEFAULTS = {"part": "", "arm": "", "controls": True, "sizes": "", "seeds": ""}
 
 
 def get_runs(arg=None):
-    settings = dict(item.split("=", 1) for item in arg.split(",")) if arg else {}
-    part = settings.get("part")
+    settings = parse_arg(arg, **ARG_DEFAULTS)
+    part = settings.part
     if part in ("arm", "arm_seeds"):
-        controls = settings.get("controls", "true")
-        if controls not in ("true", "false"):
-            raise ValueError(f"controls={controls!r}: true (the default: the plain runs the arm pairs with, "
-                             f"on its host) or false (the arm's own runs alone)")
-        sizes, seeds = (_numbers(settings, key, example) for key, example in (("sizes", "550+1700"), ("seeds", "2")))
+        sizes, seeds = (_numbers(settings[key], key, example) for key, example in (("sizes", "550+1700"), ("seeds", "2")))
         if seeds is not None and part != "arm_seeds":
             raise ValueError("seeds= chooses part=arm_seeds's seeds; part=arm trains seed 0's ladders")
-        return arm_runs(settings.get("arm"), other_seeds=part == "arm_seeds", controls=controls == "true",
+        return arm_runs(settings.arm, other_seeds=part == "arm_seeds", controls=settings.controls,
                         sizes=sizes, seeds=seeds)
+    ignored = [key for key in ARG_DEFAULTS if key != "part" and settings[key] != ARG_DEFAULTS[key]]
+    if ignored:
+        raise ValueError(f"{', '.join(ignored)}: read by part=arm and part=arm_seeds only, not part={part or '(none)'}")
     if part in SEED_PARTS:
         return [run for sizes, seeds in SEED_PARTS[part] for size in sizes for seed in seeds
                 for model, config in MODELS.items() for run in converged_runs(model, config, size, seed)]

@@ -38,10 +38,13 @@ PARTS = {"small": {"vit": (32, 64), "bit": (4, 8)}, "large": {"vit": (64, 128), 
 
 
 def get_runs(arg=None):
-    part = parse_arg(arg, part="small").part
+    """`:large_seeds=N` trains N seeds at 55k instead of SEEDS (seeds added where they decide a read-out)."""
+    args = parse_arg(arg, part="small", large_seeds=SEEDS)
+    part = args.part
     if part not in PARTS:
         raise ValueError(f"part={part!r}; the parts are {', '.join(PARTS)}")
     models = [(f"vit_w{w}", "configs/fashion_mnist/vit.py", _VIT[w]) for w in PARTS[part]["vit"]]
     models += [(f"bit_w{w}", "configs/fashion_mnist/bit.py", _BIT[w]) for w in PARTS[part]["bit"]]
     return [(f"{name}_n{size}_s{seed}", config, {**_protocol.overrides(size, seed), **model})
-            for size in SIZES for seed in range(SEEDS) for name, config, model in models]
+            for size in SIZES for seed in range(SEEDS if size <= 5_500 else args.large_seeds)
+            for name, config, model in models]

@@ -31,7 +31,7 @@ Expected: ~80 min for part=small on 2 idle cores of this project's hosts (12 ViT
 """
 import os
 
-from vitjax.config import load_module
+from vitjax.config import load_module, parse_arg
 from vitjax.sweep import table
 
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -117,27 +117,47 @@ def primed_runs(found: dict, seed: int, chosen_file: str = _ladder.CHOSEN) -> li
     return runs
 
 
+# part=large's picks: the 5.5k rate and decay of each family and its 55k converged multiple, as
+# experiments/README.md records them once known.
+_LARGE_KEYS = tuple(key for model in _ladder.MODELS for key in (f"{model}_lr", f"wd_{model}", f"multiple_{model}"))
+PART_KEYS = {"small": (), "extend": ("from",), "between": ("from",), "primed": ("from", "seed"), "large": _LARGE_KEYS}
+REQUIRED = {"extend": ("from",), "large": _LARGE_KEYS}
+_DEFAULTS = {"seed": 0, "from": None, **dict.fromkeys(_LARGE_KEYS)}
+
+
+def _settings(arg: str | None):
+    """`:arg` read and checked against its part's keys: none it does not read, none it needs missing."""
+    settings = parse_arg(arg, part="", **_DEFAULTS)
+    if settings.part not in PART_KEYS:
+        raise ValueError("choose experiments/tuning.py:part=small, :part=extend,from=DIR, :part=large with the "
+                         "picks (vit_lr=..,bit_lr=..,wd_vit=..,wd_bit=..,multiple_vit=..,multiple_bit=..), "
+                         ":part=between or :part=primed,seed=S")
+    keys = PART_KEYS[settings.part]
+    stray = [key for key, default in _DEFAULTS.items() if key not in keys and settings[key] != default]
+    if stray:
+        raise ValueError(f"{', '.join(stray)}: not read by part={settings.part}, which reads "
+                         f"{', '.join(keys) or 'no other key'}")
+    missing = [key for key in REQUIRED.get(settings.part, ()) if settings[key] is None]
+    if missing:
+        raise ValueError(f"part={settings.part} needs {', '.join(f'{key}=...' for key in missing)}")
+    return settings
+
+
 def get_runs(arg=None):
-    settings = dict(item.split("=", 1) for item in arg.split(",")) if arg else {}
-    part = settings.get("part")
+    settings = _settings(arg)
+    part, source = settings.part, settings["from"]
     if part == "small":
         return [_run(model, size, lr, wd) for size in SMALL_SIZES for model in _ladder.MODELS
                 for lr in RATES for wd in WEIGHT_DECAYS]
     if part == "extend":
-        return extension_runs(picks([settings["from"]]))
+        return extension_runs(picks([str(source)]))
     if part in ("between", "primed"):
-        found = picks(settings["from"].split("+") if "from" in settings else PICKS_FROM)
-        return between_runs(found) if part == "between" else primed_runs(found, int(settings.get("seed", 0)))
-    if part == "large":
-        # :part=large,vit_lr=...,bit_lr=...,wd_vit=...,wd_bit=...,multiple_vit=...,multiple_bit=...: the picks
-        # at 5.5k and the 55k converged multiples, as experiments/README.md records them once known.
-        runs = []
-        for model in _ladder.MODELS:
-            lr = float(settings[f"{model}_lr"])
-            neighbours = sorted({lr / 2, lr, lr * 2})
-            runs += [_run(model, LARGE_SIZE, rate, float(settings[f"wd_{model}"]), int(settings[f"multiple_{model}"]))
-                     for rate in neighbours]
-        return runs
-    raise ValueError("choose experiments/tuning.py:part=small, :part=extend,from=DIR, :part=large with the "
-                     "picks (vit_lr=..,bit_lr=..,wd_vit=..,wd_bit=..,multiple_vit=..,multiple_bit=..), "
-                     ":part=between or :part=primed,seed=S")
+        found = picks(str(source).split("+") if source is not None else PICKS_FROM)
+        return between_runs(found) if part == "between" else primed_runs(found, settings.seed)
+    runs = []
+    for model in _ladder.MODELS:
+        lr = float(settings[f"{model}_lr"])
+        neighbours = sorted({lr / 2, lr, lr * 2})
+        runs += [_run(model, LARGE_SIZE, rate, float(settings[f"wd_{model}"]), int(settings[f"multiple_{model}"]))
+                 for rate in neighbours]
+    return runs

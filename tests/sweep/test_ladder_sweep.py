@@ -174,3 +174,26 @@ def test_seeds_past_the_protocols_train_alone_with_their_own_teacher_and_control
     plain = load_module(os.path.join(ROOT, "experiments", "data_scaling.py"))
     assert "bit_n55000_s2" in {name for name, _, _ in plain.get_runs("large_seeds=3")}
     assert "bit_n55000_s2" not in {name for name, _, _ in plain.get_runs()}
+
+
+@pytest.mark.parametrize("sweep_file, wrong, message", [
+    ("convergence.py", "prat=1", "unknown key 'prat'.*did you mean 'part'"),
+    ("convergence.py", "part=1,sizes=550", "sizes: read by part=arm and part=arm_seeds only, not part=1"),
+    ("convergence.py", "part=seeds,arm=reg", "arm: read by part=arm"),
+    ("tuning.py", "part=small,seed=1", "seed: not read by part=small, which reads no other key"),
+    ("tuning.py", "part=extend", "part=extend needs from=..."),
+    ("tuning.py", "part=large,vit_lr=4e-3", "part=large needs wd_vit=..., multiple_vit=..., bit_lr=..."),
+    ("tuning.py", "part=primed,sed=1", "unknown key 'sed'.*did you mean 'seed'"),
+    ("contrastive.py", "part=batch_s0,encoders=runs/encoders", "encoders='runs/encoders': read by part=lit only"),
+])
+def test_a_study_sweeps_argument_that_it_would_not_read_is_refused_by_name(sweep_file, wrong, message):
+    """A typo or a key another part reads must fail before any run, not train the part without it."""
+    sweep = load_module(os.path.join(ROOT, "experiments", sweep_file))
+    with pytest.raises(ValueError, match=message):
+        sweep.get_runs(wrong)
+
+
+def test_the_size_arm_takes_seeds_past_the_protocols_at_55k():
+    convergence = load_module(os.path.join(ROOT, "experiments", "convergence.py"))
+    names = [name for name, _, _ in convergence.get_runs("part=arm_seeds,arm=size,seeds=2,sizes=55000,controls=false")]
+    assert names == ["vit_w32_n55000_s2_x2", "vit_w32_n55000_s2_x1", "bit_w4_n55000_s2_x1"]
