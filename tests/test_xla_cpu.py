@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -59,7 +60,8 @@ def test_preload_env_names_the_library_and_marks_the_process():
 
 @pytest.mark.parametrize("environ, library", [
     ({"VITJAX_TCMALLOC": "0", **CPU}, LIBRARY),
-    ({"LD_PRELOAD": "/opt/my/libjemalloc.so", **CPU}, LIBRARY),  # the user's own preload wins
+    ({"LD_PRELOAD": "/opt/my/libjemalloc.so", **CPU}, LIBRARY),  # the user's own allocator wins
+    ({"LD_PRELOAD": "/opt/shim.so:/usr/lib/libmimalloc.so.2", **CPU}, LIBRARY),
     ({"JAX_PLATFORMS": "cuda"}, LIBRARY),  # accelerator hosts keep their allocator
     (CPU, None),  # no tcmalloc on this system
 ])
@@ -78,6 +80,31 @@ def test_reexec_runs_under_tcmalloc_and_children_do_not_inherit_it():
     off = subprocess.run([sys.executable, "-c", script], env={**env, "VITJAX_TCMALLOC": "0"},
                          capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert off.strip() == "False False []"
+
+
+def _loaded_library(name: str) -> str:
+    import zlib  # noqa: F401 (loads libz)
+    with open("/proc/self/maps") as maps:
+        return next(line.split()[-1] for line in maps if os.path.basename(line.split()[-1]).startswith(name))
+
+
+def test_preload_env_keeps_a_users_other_preloads_beside_tcmalloc():
+    env = xla_cpu.preload_env({"LD_PRELOAD": "/opt/shim.so", **CPU}, LIBRARY)
+    assert env["LD_PRELOAD"] == f"{LIBRARY} /opt/shim.so"
+
+
+@pytest.mark.skipif(xla_cpu.find_tcmalloc() is None, reason="no tcmalloc here (Debian: libtcmalloc-minimal4)")
+def test_a_users_own_preload_keeps_tcmalloc_and_goes_to_children_as_it_was(tmp_path):
+    """A preloaded library that is not an allocator (e.g. a profiler's shim) used to cost the step tcmalloc
+    silently (Swin-T's train step 27% slower, experiments/results/bench/README.md)."""
+    other = str(tmp_path / "libuser.so")  # the user's own: a copy of zlib, which any Python here has loaded
+    shutil.copy(_loaded_library("libz.so"), other)
+    script = ("import os; from vitjax import xla_cpu; xla_cpu.reexec_under_tcmalloc(); "
+              "maps = open('/proc/self/maps').read(); print('libuser.so' in maps, xla_cpu.tcmalloc_loaded(), "
+              "os.environ.get('LD_PRELOAD'))")
+    out = subprocess.run([sys.executable, "-c", script], env=_clean_env(LD_PRELOAD=other, **CPU),
+                         capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.split() == ["True", "True", other]
 
 
 def _config(batch=128, eval_batch=500, accum=1):

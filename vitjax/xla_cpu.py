@@ -5,8 +5,9 @@
 
 Importing this module changes nothing. The CLI calls, in this order and only for those two commands:
   1. `reexec_under_tcmalloc()` first thing, when the backend will be the CPU (`backend_will_be_cpu`):
-     the command re-executes itself once with LD_PRELOAD naming tcmalloc, then takes LD_PRELOAD out of
-     its environment again so that its own subprocesses start as the user started it;
+     the command re-executes itself once with LD_PRELOAD naming tcmalloc (beside the user's own
+     preloads), then gives LD_PRELOAD back the user's value so that its own subprocesses start as the
+     user started it;
   2. `choose(config)` before JAX's backends start: the XLA:CPU device count, and, once the backend is
      known to be the CPU, the per-compilation XLA options and the model's hand-written kernels for
      where the config does not set its own (`compiler_options`, `model.kernels`); it prints what it
@@ -15,8 +16,8 @@ Importing this module changes nothing. The CLI calls, in this order and only for
      results.json under `runtime`, never in config.json, so a run moved to another machine, a GPU or
      VITJAX_XLA_CPU_DEFAULTS=0 is the same config.
 Accelerator hosts get none of it. Each choice has an environment variable that turns it off, and a
-user's own setting of the same thing (LD_PRELOAD, XLA_FLAGS' device count, JAX_NUM_CPU_DEVICES,
-config values) always wins. The measurements behind each choice, on the project's 2-core machines,
+user's own setting of the same thing (an allocator in LD_PRELOAD, XLA_FLAGS' device count,
+JAX_NUM_CPU_DEVICES, config values) always wins. The measurements behind each choice, on the project's 2-core machines,
 are in experiments/results/bench/README.md:
   * tcmalloc keeps the freed buffers of each step for reuse where glibc's malloc unmaps and faults
     them in again (the default config's train step: 1.7x faster);
@@ -64,6 +65,7 @@ COLLECTIVE_TIMEOUT_FLAG = "--xla_cpu_collective_call_terminate_timeout_seconds"
 _TCMALLOC_PATTERNS = ("/usr/lib/*-linux-gnu/libtcmalloc_minimal.so.4", "/usr/lib64/libtcmalloc_minimal.so.4",
                       "/usr/lib/libtcmalloc_minimal.so.4")
 _MARK = "VITJAX_TCMALLOC_ACTIVE"  # set for the re-executed process, which then never re-executes
+_USER_PRELOAD = "VITJAX_USER_LD_PRELOAD"  # what LD_PRELOAD was before, given back to the re-executed process
 _ACCELERATOR_PLUGINS = ("jax-cuda12-plugin", "jax-cuda13-plugin", "jax-rocm60-plugin", "jax-rocm7-plugin",
                         "libtpu", "libtpu-nightly")
 
@@ -92,13 +94,23 @@ def find_tcmalloc() -> str | None:
     return None
 
 
+def _names_an_allocator(preload: str) -> bool:
+    """Whether LD_PRELOAD (libraries split by spaces or colons) names a malloc: tcmalloc, jemalloc, mimalloc."""
+    return any("malloc" in os.path.basename(entry) for entry in preload.replace(":", " ").split())
+
+
 def preload_env(environ: dict, library: str | None) -> dict | None:
-    """The environment to re-execute with, or None when the process should run as it is."""
+    """The environment to re-execute with, or None when the process should run as it is.
+
+    A user's LD_PRELOAD that names an allocator wins; one that names other libraries (a profiler's
+    shim, say) is kept, tcmalloc beside it: it would otherwise cost the step its allocator silently.
+    """
+    user_preload = environ.get("LD_PRELOAD", "")
     if (not sys.platform.startswith("linux") or library is None or environ.get(ENV_TCMALLOC, "1") == "0"
-            or environ.get("LD_PRELOAD") or environ.get(_MARK) or not backend_will_be_cpu(environ)):
+            or _names_an_allocator(user_preload) or environ.get(_MARK) or not backend_will_be_cpu(environ)):
         return None
     # tcmalloc reports every allocation above 1 GiB on stderr by default; large models make many.
-    return {**environ, "LD_PRELOAD": library, _MARK: "1",
+    return {**environ, "LD_PRELOAD": f"{library} {user_preload}".strip(), _MARK: "1", _USER_PRELOAD: user_preload,
             "TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD": environ.get("TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD",
                                                                  str(1 << 40))}
 
@@ -106,12 +118,17 @@ def preload_env(environ: dict, library: str | None) -> dict | None:
 def reexec_under_tcmalloc() -> None:
     """Replaces this process by the same command under tcmalloc when that applies; returns otherwise.
 
-    In the re-executed process it only takes LD_PRELOAD (and its mark) out of os.environ: the library
-    is loaded by then, and children (a sweep's runs, torch's compile workers) should not inherit it.
+    In the re-executed process it only gives LD_PRELOAD back the user's value (or takes it out) and
+    drops its mark: the library is loaded by then, and children (a sweep's runs, torch's compile
+    workers) should start as the user started this command.
     """
     if os.environ.get(_MARK):
         os.environ.pop(_MARK)
-        os.environ.pop("LD_PRELOAD", None)
+        user_preload = os.environ.pop(_USER_PRELOAD, "")
+        if user_preload:
+            os.environ["LD_PRELOAD"] = user_preload
+        else:
+            os.environ.pop("LD_PRELOAD", None)
         return
     env = preload_env(dict(os.environ), find_tcmalloc())
     if env is None:

@@ -125,7 +125,8 @@ def _machine(jax) -> dict:
     return {"backend": jax.default_backend(), "device_kind": device.device_kind, "devices": jax.device_count(),
             "cpu_count": os.cpu_count(), "cpu": host.cpu(), "platform": platform.platform(),
             "python": platform.python_version(), "jax": jax.__version__, "xla_flags": os.environ.get("XLA_FLAGS", ""),
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "")}
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
+            "ld_preload": os.environ.get("LD_PRELOAD", "")}
 
 
 def _log(message: str) -> None:
