@@ -57,6 +57,21 @@ def _fmt(value, spec=",.1f", none="-"):
     return none if value is None else format(value, spec)
 
 
+# jax's matmul this many times torch's or more means torch's BLAS, not the model, sets the comparison.
+SLOW_TORCH_BLAS = 1.5
+
+
+def _slow_torch_blas_note(summary: dict) -> list[str]:
+    """A warning when torch's matmul runs far below jax's on a CPU: on an AMD processor the torch wheel's
+    oneMKL takes its generic path (half of XLA's rate on the AMD EPYC family 26 host)."""
+    ratio = summary.get("ratios", {}).get("matmul jax/torch")
+    if summary["machine"].get("backend") != "cpu" or ratio is None or ratio < SLOW_TORCH_BLAS:
+        return []
+    return [f"note: torch's matmul ran at {1 / ratio:.2f}x of jax's, so the vitjax/PyTorch ratios above measure "
+            f"torch's BLAS more than the models; on an AMD processor its oneMKL runs a generic code path: "
+            f"experiments/bench/torch_mkl_avx512.sh runs the same bench with it on its fast path"]
+
+
 def table(summary: dict) -> str:
     """A plain-text table of the summary."""
     lines = []
@@ -83,6 +98,7 @@ def table(summary: dict) -> str:
     for name, value in summary.get("ratios", {}).items():
         if value is not None:
             lines.append(f"ratio {name}: {value:.3f}")
+    lines += _slow_torch_blas_note(summary)
     for name, value in summary.get("latency_ms_per_prompt", {}).items():  # SAM's prompts on a cached embedding
         lines.append(f"latency {name}: {value:,.2f} ms per prompt")
     jax_info = summary.get("jax", {})
