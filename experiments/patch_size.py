@@ -15,7 +15,7 @@ all 10 runs; per run at 55k ~4 min (patch 14), ~7 min (7), ~15 min (4); at 5.5k 
 """
 import os
 
-from vitjax.config import load_module
+from vitjax.config import load_module, parse_arg
 
 _protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
 
@@ -27,6 +27,7 @@ SEEDS = 2
 
 
 def get_runs(arg=None):
+    parse_arg(arg)  # takes no argument: a key given by mistake is refused, not ignored
     return [(f"vit_p{patch}_n{size}_s{seed}", "configs/fashion_mnist/vit.py",
              {**_protocol.overrides(size, seed), "model.patch_size": patch})
             for size, patches in PATCHES.items() for patch in patches for seed in range(SEEDS)]

@@ -26,7 +26,7 @@ an upper bound (two runs trained at a time for an hour, tests beside them for pa
 """
 import os
 
-from vitjax.config import load_module
+from vitjax.config import load_module, parse_arg
 
 _protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
 
@@ -50,6 +50,7 @@ def overrides(size: int, seed: int) -> dict:
 
 
 def get_runs(arg=None):
+    parse_arg(arg)  # takes no argument: a key given by mistake is refused, not ignored
     return [(f"{model}_n{size}_s{seed}", config, overrides(size, seed))
             # Pairs first: a sweep stopped part-way leaves paired seeds at the sizes it finished.
             for size in SIZES for seed in SEEDS for model, config in MODELS.items()]

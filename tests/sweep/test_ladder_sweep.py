@@ -185,6 +185,8 @@ def test_seeds_past_the_protocols_train_alone_with_their_own_teacher_and_control
     ("tuning.py", "part=large,vit_lr=4e-3", "part=large needs wd_vit=..., multiple_vit=..., bit_lr=..."),
     ("tuning.py", "part=primed,sed=1", "unknown key 'sed'.*did you mean 'seed'"),
     ("contrastive.py", "part=batch_s0,encoders=runs/encoders", "encoders='runs/encoders': read by part=lit only"),
+    ("patch_size.py", "seeds=5", "unknown key 'seeds' in ':seeds=5'; known keys: none"),
+    ("transfer.py", "sizes=550", "unknown key 'sizes'"),
 ])
 def test_a_study_sweeps_argument_that_it_would_not_read_is_refused_by_name(sweep_file, wrong, message):
     """A typo or a key another part reads must fail before any run, not train the part without it."""
