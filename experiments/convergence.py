@@ -185,7 +185,7 @@ def get_runs(arg=None):
     settings = parse_arg(arg, **ARG_DEFAULTS)
     part = settings.part
     if part in ("arm", "arm_seeds"):
-        sizes, seeds = (_numbers(settings[key], key, example) for key, example in (("sizes", "550+1700"), ("seeds", "2")))
+        sizes, seeds = _numbers(settings.sizes, "sizes", "550+1700"), _numbers(settings.seeds, "seeds", "2")
         if seeds is not None and part != "arm_seeds":
             raise ValueError("seeds= chooses part=arm_seeds's seeds; part=arm trains seed 0's ladders")
         return arm_runs(settings.arm, other_seeds=part == "arm_seeds", controls=settings.controls,

@@ -17,8 +17,8 @@ Importing this module changes nothing. The CLI calls, in this order and only for
      VITJAX_XLA_CPU_DEFAULTS=0 is the same config.
 Accelerator hosts get none of it. Each choice has an environment variable that turns it off, and a
 user's own setting of the same thing (an allocator in LD_PRELOAD, XLA_FLAGS' device count,
-JAX_NUM_CPU_DEVICES, config values) always wins. The measurements behind each choice, on the project's 2-core machines,
-are in experiments/results/bench/README.md:
+JAX_NUM_CPU_DEVICES, config values) always wins. The measurements behind each choice, on the
+project's 2-core machines, are in experiments/results/bench/README.md:
   * tcmalloc keeps the freed buffers of each step for reuse where glibc's malloc unmaps and faults
     them in again (the default config's train step: 1.7x faster);
   * 4 XLA devices trained data-parallel overlap one quarter's small, memory-bound operations with
