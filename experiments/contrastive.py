@@ -49,7 +49,7 @@ Estimates: a `batch_s<s>` part ~1.5-2 h (both losses x 6 sizes x 1,000 steps, ~2
 and loss, plus ~45 s a run of start-up, compilation and evaluation); `sources` ~35-40 min; `lit` ~30 min;
 the `vitjax eval --captions` loop ~30 s a run.
 """
-from vitjax.config import parse_arg
+from vitjax.config import parse_part_arg
 
 TITLE = "Dual encoders on captions: sigmoid vs softmax loss against batch size; LiT vs from scratch"
 FEWSHOT = None  # a dual encoder has no class head; its evaluation is zero-shot (vitjax eval --captions)
@@ -94,11 +94,8 @@ def _lit_run(arm: str, seed: int, encoders: str):
 def get_runs(arg=None):
     """`part` picks the runs (PARTS); `encoders` is the directory holding the encoders' exports
     (`encoder_<kind>.npz`, written by the commands above) for part `lit`."""
-    arg = parse_arg(arg, part="batch_s0", encoders=ENCODER_DIR)
-    if arg.part not in PARTS:
-        raise ValueError(f"part={arg.part!r}; the parts are {', '.join(PARTS)}")
-    if arg.encoders != ENCODER_DIR and arg.part != "lit":
-        raise ValueError(f"encoders={arg.encoders!r}: read by part=lit only (part={arg.part} trains no locked tower)")
+    arg = parse_part_arg(arg, {part: ("encoders",) if part == "lit" else () for part in PARTS},
+                         part="batch_s0", encoders=ENCODER_DIR)
     if arg.part == "sources":
         return [(encoder_name(kind), f"configs/captions/encoder.py:kind={kind}", {"seed": 0}) for kind in ENCODERS]
     if arg.part == "lit":

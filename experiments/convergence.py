@@ -57,7 +57,7 @@ import dataclasses
 import json
 import os
 
-from vitjax.config import load_module, parse_arg
+from vitjax.config import load_module, parse_part_arg
 from vitjax.sweep.budget import Ladder
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -177,12 +177,12 @@ def _numbers(text: str, key: str, example: str) -> tuple | None:
         raise ValueError(f"{key}={text!r}: integers joined by '+', e.g. {key}={example}") from None
 
 
-# The `:arg` keys and their defaults; all but `part` are read by part=arm and part=arm_seeds only.
-ARG_DEFAULTS = {"part": "", "arm": "", "controls": True, "sizes": "", "seeds": ""}
+ARM_KEYS = ("arm", "controls", "sizes", "seeds")  # what part=arm and part=arm_seeds read beside `part`
 
 
 def get_runs(arg=None):
-    settings = parse_arg(arg, **ARG_DEFAULTS)
+    parts = {**{name: () for name in (*PARTS, *SEED_PARTS)}, "arm": ARM_KEYS, "arm_seeds": ARM_KEYS}
+    settings = parse_part_arg(arg, parts, part="", arm="", controls=True, sizes="", seeds="")
     part = settings.part
     if part in ("arm", "arm_seeds"):
         sizes, seeds = _numbers(settings.sizes, "sizes", "550+1700"), _numbers(settings.seeds, "seeds", "2")
@@ -190,16 +190,8 @@ def get_runs(arg=None):
             raise ValueError("seeds= chooses part=arm_seeds's seeds; part=arm trains seed 0's ladders")
         return arm_runs(settings.arm, other_seeds=part == "arm_seeds", controls=settings.controls,
                         sizes=sizes, seeds=seeds)
-    ignored = [key for key in ARG_DEFAULTS if key != "part" and settings[key] != ARG_DEFAULTS[key]]
-    if ignored:
-        raise ValueError(f"{', '.join(ignored)}: read by part=arm and part=arm_seeds only, not part={part or '(none)'}")
     if part in SEED_PARTS:
         return [run for sizes, seeds in SEED_PARTS[part] for size in sizes for seed in seeds
                 for model, config in MODELS.items() for run in converged_runs(model, config, size, seed)]
-    if part not in PARTS:
-        raise ValueError(f"choose a part: experiments/convergence.py:part=1 (sizes {PARTS['1']}), "
-                         f":part=2 (sizes {PARTS['2']}) or a part at the converged budgets: "
-                         f"{', '.join(f':part={name}' for name in SEED_PARTS)}, or an arm's ladders "
-                         f"(:part=arm,arm=A or :part=arm_seeds,arm=A; A one of {', '.join(ARMS)})")
     return [run for size in PARTS[part] for seed in SEEDS for model, config in MODELS.items()
             for run in ladder_runs(model, config, size, seed)]

@@ -31,7 +31,7 @@ Expected: ~80 min for part=small on 2 idle cores of this project's hosts (12 ViT
 """
 import os
 
-from vitjax.config import load_module, parse_arg
+from vitjax.config import load_module, parse_part_arg
 from vitjax.sweep import table
 
 _here = os.path.dirname(os.path.abspath(__file__))
@@ -127,16 +127,7 @@ _DEFAULTS = {"seed": 0, "from": None, **dict.fromkeys(_LARGE_KEYS)}
 
 def _settings(arg: str | None):
     """`:arg` read and checked against its part's keys: none it does not read, none it needs missing."""
-    settings = parse_arg(arg, part="", **_DEFAULTS)
-    if settings.part not in PART_KEYS:
-        raise ValueError("choose experiments/tuning.py:part=small, :part=extend,from=DIR, :part=large with the "
-                         "picks (vit_lr=..,bit_lr=..,wd_vit=..,wd_bit=..,multiple_vit=..,multiple_bit=..), "
-                         ":part=between or :part=primed,seed=S")
-    keys = PART_KEYS[settings.part]
-    stray = [key for key, default in _DEFAULTS.items() if key not in keys and settings[key] != default]
-    if stray:
-        raise ValueError(f"{', '.join(stray)}: not read by part={settings.part}, which reads "
-                         f"{', '.join(keys) or 'no other key'}")
+    settings = parse_part_arg(arg, PART_KEYS, part="", **_DEFAULTS)
     missing = [key for key in REQUIRED.get(settings.part, ()) if settings[key] is None]
     if missing:
         raise ValueError(f"part={settings.part} needs {', '.join(f'{key}=...' for key in missing)}")

@@ -68,6 +68,19 @@ def test_parse_arg_reads_each_value_as_its_default_type():
         config_layer.parse_arg("res=big", res=224)
 
 
+def test_parse_part_arg_refuses_a_key_the_chosen_part_would_ignore():
+    parts = {"train": ("seed",), "read": ()}
+    arg = config_layer.parse_part_arg("part=train,seed=3", parts, part="", seed=0)
+    assert (arg.part, arg.seed) == ("train", 3)
+    # Given at its default value it is still a key the part does not read.
+    with pytest.raises(config_layer.ConfigError, match="seed: not read by part=read, which reads no other key"):
+        config_layer.parse_part_arg("part=read,seed=0", parts, part="", seed=0)
+    with pytest.raises(config_layer.ConfigError, match="part='write': the parts are train, read"):
+        config_layer.parse_part_arg("part=write", parts, part="", seed=0)
+    with pytest.raises(config_layer.UnknownKeyError, match="did you mean 'seed'"):
+        config_layer.parse_part_arg("part=train,sed=1", parts, part="", seed=0)
+
+
 def test_load_config_locks_the_config_and_names_a_bad_file(tmp_path):
     config = config_layer.load_config(f"{TINY}:steps=7")
     assert config.total_steps == 7

@@ -400,6 +400,22 @@ def parse_arg(arg: str | None, **spec) -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict(values)
 
 
+def parse_part_arg(arg: str | None, parts: dict, **spec) -> ml_collections.ConfigDict:
+    """parse_arg for a sweep file made of parts: `spec` declares every key with its default, `part`
+    among them; `parts` maps each part to the keys it reads beside `part`. An unknown part, or a key
+    given that the chosen part does not read (it would be ignored), fails naming what the part reads.
+    """
+    values = parse_arg(arg, **spec)
+    if values.part not in parts:
+        raise ConfigError(f"part={values.part!r}: the parts are {', '.join(parts)}")
+    given = {item.partition("=")[0].strip() for item in (arg or "").split(",") if item.strip()}
+    stray = sorted(given - {"part", *parts[values.part]})
+    if stray:
+        reads = ", ".join(parts[values.part]) or "no other key"
+        raise ConfigError(f"{', '.join(stray)}: not read by part={values.part}, which reads {reads}")
+    return values
+
+
 # --- Config files -------------------------------------------------------------------------------
 
 def split_path(path_with_arg: str) -> tuple[str, str | None]:

@@ -178,13 +178,14 @@ def test_seeds_past_the_protocols_train_alone_with_their_own_teacher_and_control
 
 @pytest.mark.parametrize("sweep_file, wrong, message", [
     ("convergence.py", "prat=1", "unknown key 'prat'.*did you mean 'part'"),
-    ("convergence.py", "part=1,sizes=550", "sizes: read by part=arm and part=arm_seeds only, not part=1"),
-    ("convergence.py", "part=seeds,arm=reg", "arm: read by part=arm"),
+    ("convergence.py", "part=1,sizes=550", "sizes: not read by part=1, which reads no other key"),
+    ("convergence.py", "part=seeds,arm=reg", "arm: not read by part=seeds"),
+    ("convergence.py", "part=3", "part='3': the parts are 1, 2, seeds, onehost, small, arm, arm_seeds"),
     ("tuning.py", "part=small,seed=1", "seed: not read by part=small, which reads no other key"),
     ("tuning.py", "part=extend", "part=extend needs from=..."),
     ("tuning.py", "part=large,vit_lr=4e-3", "part=large needs wd_vit=..., multiple_vit=..., bit_lr=..."),
     ("tuning.py", "part=primed,sed=1", "unknown key 'sed'.*did you mean 'seed'"),
-    ("contrastive.py", "part=batch_s0,encoders=runs/encoders", "encoders='runs/encoders': read by part=lit only"),
+    ("contrastive.py", "part=batch_s0,encoders=runs/encoders", "encoders: not read by part=batch_s0"),
     ("patch_size.py", "seeds=5", "unknown key 'seeds' in ':seeds=5'; known keys: none"),
     ("transfer.py", "sizes=550", "unknown key 'sizes'"),
 ])
