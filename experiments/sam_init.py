@@ -47,7 +47,7 @@ Measured (2026-12-06, AMD EPYC, idle cores): the pre-training part 18 min (an MA
 """
 import os
 
-from vitjax.config import parse_arg
+from vitjax.config import parse_part_arg
 
 TITLE = "SAM's image encoder: random, from vitjax's MAE, from a supervised ViT; mIoU seen/unseen, best validation"
 FEWSHOT = None  # SAM classifies nothing
@@ -80,9 +80,8 @@ def sam_overrides(arm: str, seed: int, encoders: str) -> dict:
 def get_runs(arg=None):
     """`part` picks the runs: 'pretrain' (every encoder) or 'seed<s>' (SAM's three arms at seed s);
     `encoders` is the directory holding the exports (`encoder_<method>_s<s>.npz`, the commands above)."""
-    arg = parse_arg(arg, part="pretrain", encoders="experiments/results/sam_init/encoders")
-    if arg.part not in PARTS:
-        raise ValueError(f"part={arg.part!r}; the parts are {', '.join(PARTS)}")
+    arg = parse_part_arg(arg, {part: () if part == "pretrain" else ("encoders",) for part in PARTS},
+                         part="pretrain", encoders="experiments/results/sam_init/encoders")
     if arg.part == "pretrain":
         return [(encoder_name(method, seed), config, {"seed": seed})
                 for seed in SEEDS for method, config in ENCODERS.items()]

@@ -49,7 +49,7 @@ inconclusive: experiments/README.md, Part 7).
 """
 import os
 
-from vitjax.config import load_module, parse_arg
+from vitjax.config import load_module, parse_part_arg
 
 _protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
 
@@ -69,9 +69,8 @@ def pretrain_name(method: str) -> str:
 def get_runs(arg=None):
     """`part` picks the runs; `pretrained` is the directory holding the pre-trainings' exports
     (`<method>_pretrain.npz`, written by the commands above)."""
-    arg = parse_arg(arg, part="finetune", pretrained="experiments/results/self_supervised/pretrained")
-    if arg.part not in PARTS:
-        raise ValueError(f"part={arg.part!r}; the parts are {', '.join(PARTS)}")
+    arg = parse_part_arg(arg, {part: ("pretrained",) if part == "finetune" else () for part in PARTS},
+                         part="finetune", pretrained="experiments/results/self_supervised/pretrained")
     if arg.part in PRETRAIN:
         return [(pretrain_name(arg.part), PRETRAIN[arg.part], {"seed": PRETRAIN_SEED})]
     encoder = {method: os.path.join(arg.pretrained, f"{pretrain_name(method)}.npz") for method in PRETRAIN}

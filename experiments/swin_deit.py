@@ -37,7 +37,7 @@ run, 843-959 s per 55k run (the teacher's forward pass adds 1.32x the ViT's FLOP
 """
 import os
 
-from vitjax.config import load_config, load_module, parse_arg, teacher_overrides
+from vitjax.config import load_config, load_module, parse_part_arg, teacher_overrides
 
 _protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
 
@@ -59,10 +59,9 @@ def teacher(teachers: str, size: int, seed: int) -> str:
 
 
 def get_runs(arg=None):
-    args = parse_arg(arg, part="swin", teachers="experiments/results/deit_teachers",
-                     large_seeds=_protocol.LARGE_SEEDS)
-    if args.part not in PARTS:
-        raise ValueError(f"part={args.part!r}; the parts are {', '.join(PARTS)}")
+    reads = {part: ("large_seeds",) if part == "swin" else ("teachers", "large_seeds") for part in PARTS}
+    args = parse_part_arg(arg, reads, part="swin", teachers="experiments/results/deit_teachers",
+                          large_seeds=_protocol.LARGE_SEEDS)
     prefix, config = PARTS[args.part]
     return [(f"{prefix}_n{size}_s{seed}", config, _overrides(args, size, seed))
             for size in _protocol.SIZES for seed in _protocol.seeds(size, large_seeds=args.large_seeds)]

@@ -186,6 +186,9 @@ def test_seeds_past_the_protocols_train_alone_with_their_own_teacher_and_control
     ("tuning.py", "part=large,vit_lr=4e-3", "part=large needs wd_vit=..., multiple_vit=..., bit_lr=..."),
     ("tuning.py", "part=primed,sed=1", "unknown key 'sed'.*did you mean 'seed'"),
     ("contrastive.py", "part=batch_s0,encoders=runs/encoders", "encoders: not read by part=batch_s0"),
+    ("sam_init.py", "part=pretrain,encoders=runs/e", "encoders: not read by part=pretrain"),
+    ("swin_deit.py", "part=swin,teachers=runs/t", "teachers: not read by part=swin, which reads large_seeds"),
+    ("self_supervised.py", "part=mae,pretrained=runs/p", "pretrained: not read by part=mae"),
     ("patch_size.py", "seeds=5", "unknown key 'seeds' in ':seeds=5'; known keys: none"),
     ("transfer.py", "sizes=550", "unknown key 'sizes'"),
 ])
