@@ -46,5 +46,5 @@ def get_runs(arg=None):
     models = [(f"vit_w{w}", "configs/fashion_mnist/vit.py", _VIT[w]) for w in PARTS[part]["vit"]]
     models += [(f"bit_w{w}", "configs/fashion_mnist/bit.py", _BIT[w]) for w in PARTS[part]["bit"]]
     return [(f"{name}_n{size}_s{seed}", config, {**_protocol.overrides(size, seed), **model})
-            for size in SIZES for seed in range(SEEDS if size <= 5_500 else args.large_seeds)
+            for size in SIZES for seed in _protocol.seeds(size, small_seeds=SEEDS, large_seeds=args.large_seeds)
             for name, config, model in models]
