@@ -131,6 +131,10 @@ def _settings(arg: str | None):
     missing = [key for key in REQUIRED.get(settings.part, ()) if settings[key] is None]
     if missing:
         raise ValueError(f"part={settings.part} needs {', '.join(f'{key}=...' for key in missing)}")
+    for key in _LARGE_KEYS if settings.part == "large" else ():
+        kind = int if key.startswith("multiple_") else float
+        if not isinstance(settings[key], (int, float)) or kind is int and not isinstance(settings[key], int):
+            raise ValueError(f"{key}={settings[key]!r}: expected {'an int' if kind is int else 'a number'}")
     return settings
 
 
@@ -149,6 +153,6 @@ def get_runs(arg=None):
     for model in _ladder.MODELS:
         lr = float(settings[f"{model}_lr"])
         neighbours = sorted({lr / 2, lr, lr * 2})
-        runs += [_run(model, LARGE_SIZE, rate, float(settings[f"wd_{model}"]), int(settings[f"multiple_{model}"]))
+        runs += [_run(model, LARGE_SIZE, rate, float(settings[f"wd_{model}"]), settings[f"multiple_{model}"])
                  for rate in neighbours]
     return runs
