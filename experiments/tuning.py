@@ -132,9 +132,9 @@ def _settings(arg: str | None):
     if missing:
         raise ValueError(f"part={settings.part} needs {', '.join(f'{key}=...' for key in missing)}")
     for key in _LARGE_KEYS if settings.part == "large" else ():
-        kind = int if key.startswith("multiple_") else float
-        if not isinstance(settings[key], (int, float)) or kind is int and not isinstance(settings[key], int):
-            raise ValueError(f"{key}={settings[key]!r}: expected {'an int' if kind is int else 'a number'}")
+        whole = key.startswith("multiple_")
+        if isinstance(settings[key], bool) or not isinstance(settings[key], int if whole else (int, float)):
+            raise ValueError(f"{key}={settings[key]!r}: expected {'an int' if whole else 'a number'}")
     return settings
 
 
