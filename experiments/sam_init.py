@@ -10,11 +10,17 @@ the canvases' seen and unseen classes, the checkpoint chosen on validation canva
     vitjax sweep experiments/sam_init.py:part=seed0 --workdir runs/sam_init        # SAM x 3 arms, ~1.75 h
     vitjax sweep experiments/sam_init.py:part=seed1 --workdir runs/sam_init
     vitjax sweep experiments/sam_init.py:part=seed2 --workdir runs/sam_init
-    python experiments/readouts.py --sam_init runs/sam_init --out experiments/results/sam_init/readouts.json
-    R=runs/sam_init; for s in 0 1 2; do                                             # figures of prompts and masks
-        vitjax analyze --workdir $R/sam_mae_s$s --checkpoint $R/sam_mae_s$s/checkpoint_best --beside \
-            $R/sam_vit_s$s/checkpoint_best $R/sam_random_s$s/checkpoint_best --out experiments/results/sam_init/s$s
+    R=experiments/results/sam_init
+    python experiments/readouts.py --sam_init runs/sam_init --out $R/readouts.json
+    python experiments/sam_table.py runs/sam_init --out $R/miou                    # miou.md, miou.csv
+    W=runs/sam_init; for s in 0 1 2; do                                             # figures of prompts and masks
+        vitjax analyze --workdir $W/sam_mae_s$s --checkpoint $W/sam_mae_s$s/checkpoint_best --beside \
+            $W/sam_vit_s$s/checkpoint_best $W/sam_random_s$s/checkpoint_best --out $R/s$s
     done
+
+Committed under experiments/results/sam_init/: encoders/ (the exports), pretrain/ (the pre-training
+part's sweep tables and log), seeds/ (the SAM parts' results.csv/json, summary.csv/json and sweep logs),
+readouts.json, miou.md/.csv and s<seed>/ (the figures).
 
 The read-outs (I1-I6) and their decision rule are pre-registered in experiments/README.md before any run.
 
