@@ -6,6 +6,7 @@ stops helping on validation (issue: the 8-epoch budget, not the data, decided th
     vitjax sweep experiments/convergence.py:part=seeds --workdir runs/convergence  # seeds 1-2 at 55k
     vitjax sweep experiments/convergence.py:part=onehost --workdir runs/onehost  # C2-C4 on one host
     vitjax sweep experiments/convergence.py:part=small --workdir runs/onehost    # seeds 1-2 at 550, 1.7k
+    vitjax sweep experiments/convergence.py:part=climb,ladders=vit_lighter --workdir runs/climb  # capped: 8x
     python experiments/convergence_report.py runs/convergence --out experiments/results/convergence
 
 For each family (configs/fashion_mnist/{vit,bit}.py, as the plain arm trains them: experiments/protocol.py)
@@ -43,6 +44,10 @@ whole ~1-1.5 h (its teacher's forward pass on top of a ViT step). Its table and 
 `python experiments/convergence_report.py runs/arms --arm ARM --out experiments/results/convergence/arms/ARM`,
 which is also where `:part=arm_seeds` reads the chosen multiples.
 
+`:part=climb` (`ladders=A+B`: some of them) trains every seed-0 ladder that a committed convergence.json
+marks capped again as a 1x-8x ladder (CLIMB), all its rungs on one host and code, so that the rule can
+pick among four rungs (experiments/README.md, "The capped ladders one rung higher").
+
 The convergence rule, pre-registered in experiments/README.md: the converged budget of a family and
 size is the shortest rung whose next rung gains <= 0.5 points of best validation accuracy; a point
 whose last rung still gains more is **capped** at the top rung.
@@ -65,6 +70,8 @@ _protocol = load_module(os.path.join(_HERE, "protocol.py"))
 CHOSEN = os.path.join(_HERE, "results", "convergence", "convergence.json")
 
 LADDER = Ladder(_protocol.BUDGET, multiples=(1, 2, 4), cooldown_fraction=0.2)
+# part=climb: the ladders capped at 4x, one rung higher, all rungs again on one host and code.
+CLIMB = Ladder(_protocol.BUDGET, multiples=(1, 2, 4, 8), cooldown_fraction=0.2)
 BUDGET = LADDER.describe()
 TITLE = "Budget ladders (the plain arm's, or an arm's with its controls): one line per rung, test accuracy at best validation"
 FEWSHOT = None
@@ -167,6 +174,31 @@ def arm_runs(arm: str, other_seeds: bool = False, controls: bool = True, sizes: 
     return runs
 
 
+def capped(chosen_file: str) -> set:
+    """{(ladder, size)} of the ladders a committed convergence.json marks capped (none if it is absent)."""
+    if not os.path.exists(chosen_file):
+        return set()
+    with open(chosen_file) as f:
+        return {(point["family"], point["size"]) for point in json.load(f).values() if point["capped"]}
+
+
+def climb_runs(wanted: tuple | None = None) -> list:
+    """Seed 0 of every ladder capped at its top rung (the plain arm's and each arm's committed
+    convergence.json), as a CLIMB ladder (1x-8x, one trunk); `wanted`: only these ladders by name."""
+    found = [(model, MODELS[model], size, None) for model, size in sorted(capped(CHOSEN)) if model in MODELS]
+    for arm, spec in ARMS.items():
+        tops = capped(arm_chosen_file(arm))
+        for name, config, overrides in load_module(os.path.join(_HERE, spec.file)).get_runs(spec.arg):
+            model, size = name.rsplit("_n", 1)[0], overrides["data.train_size"]
+            if overrides["seed"] == 0 and (model, size) in tops:
+                found.append((model, config, size, overrides))
+    known = {model for model, *_ in found}
+    if wanted is not None and not set(wanted) <= known:
+        raise ValueError(f"ladders={'+'.join(wanted)}: the capped ladders are {', '.join(sorted(known)) or 'none'}")
+    return [run for model, config, size, overrides in found if wanted is None or model in wanted
+            for run in ladder_runs(model, config, size, 0, CLIMB, overrides)]
+
+
 def _numbers(text: str, key: str, example: str) -> tuple | None:
     """`key`'s integers joined by '+' (sizes=550+1700), or None when not given."""
     if not text:
@@ -181,9 +213,12 @@ ARM_KEYS = ("arm", "controls", "sizes", "seeds")  # what part=arm and part=arm_s
 
 
 def get_runs(arg=None):
-    parts = {**{name: () for name in (*PARTS, *SEED_PARTS)}, "arm": ARM_KEYS, "arm_seeds": ARM_KEYS}
-    settings = parse_part_arg(arg, parts, part="", arm="", controls=True, sizes="", seeds="")
+    parts = {**{name: () for name in (*PARTS, *SEED_PARTS)}, "arm": ARM_KEYS, "arm_seeds": ARM_KEYS,
+             "climb": ("ladders",)}
+    settings = parse_part_arg(arg, parts, part="", arm="", controls=True, sizes="", seeds="", ladders="")
     part = settings.part
+    if part == "climb":
+        return climb_runs(tuple(settings.ladders.split("+")) if settings.ladders else None)
     if part in ("arm", "arm_seeds"):
         sizes, seeds = _numbers(settings.sizes, "sizes", "550+1700"), _numbers(settings.seeds, "seeds", "2")
         if seeds is not None and part != "arm_seeds":

@@ -88,7 +88,9 @@ def figure(found: dict, path: str) -> None:
             labelled.setdefault(label, handle)
     # Below the panels: inside one it hid the ladders' points (the 55k ViT's ringed rung).
     fig.legend(labelled.values(), labelled.keys(), fontsize=8, loc="lower center", ncol=2, frameon=False)
-    title = (f"Budget ladder, seed 0: {ladder.BUDGET}. Ringed: the converged budget (the next rung gains <= "
+    tallest = max(m for point in found.values() for m in point["rungs"])
+    rungs = ladder.CLIMB if tallest > ladder.LADDER.multiples[-1] else ladder.LADDER
+    title = (f"Budget ladder, seed 0: {rungs.describe()}. Ringed: the converged budget (the next rung gains <= "
              f"{readouts.protocol.CONVERGENCE_FLOOR} validation points)")
     fig.suptitle(textwrap.fill(title, int(width * 13)), fontsize=9)
     fig.tight_layout(rect=(0, 0.1, 1, 1))

@@ -507,11 +507,12 @@ def convergence(rows, seed: int = 0) -> dict:
     seed `seed`, and the converged multiple (protocol.converged_rung: chosen on validation only).
     'family' is the ladder's name (the plain arm's family); 'model_family' the family its runs record.
     Only a seed with every rung of the ladder counts: a seed's converged run with the 1x beside it (an
-    arm's controls, a part at the converged budgets) or a ladder still training is no ladder."""
+    arm's controls, a part at the converged budgets) or a ladder still training is no ladder. A ladder is
+    the protocol's (1x-4x) or the climb's (1x-8x, convergence.py:part=climb)."""
     found = {}
     for (ladder, size), by_seed in sorted(ladders(rows).items()):
         rungs = by_seed.get(seed, {})
-        if sorted(rungs) != list(ladder_sweep.LADDER.multiples):
+        if tuple(sorted(rungs)) not in (ladder_sweep.LADDER.multiples, ladder_sweep.CLIMB.multiples):
             continue
         validation = {m: 100 * r["best_val_accuracy"] for m, r in rungs.items()}
         chosen, capped = protocol.converged_rung(validation)

@@ -3,6 +3,7 @@ families (Steiner et al. 2021), chosen on the validation split, then the data-sc
 
     vitjax sweep experiments/regularisation.py:part=tune --workdir runs/regularisation_tune
     vitjax sweep experiments/regularisation.py:part=extend --workdir runs/regularisation_extend
+    vitjax sweep experiments/regularisation.py:part=lower --workdir runs/regularisation_lower
     vitjax sweep experiments/regularisation.py --workdir runs/regularisation
     vitjax plot runs/regularisation --out experiments/results/regularisation
 
@@ -12,6 +13,10 @@ Part `extend` (4 runs, seed 0, 5.5k images): `tune` picked the weakest strength,
 both families, so the grid goes one step past it, `lighter` (each of light's settings halved), beside a
 re-run of `light` on the same host and code; the higher validation accuracy picks (experiments/README.md,
 "The regularisation grid, extended past its edge", registered before its runs).
+Part `lower` (4 runs, seed 0, 5.5k images): `extend` picked `lighter`, its edge again; the strength axis
+ends at none (the plain configs), which trains beside a re-run of `lighter` on one host and code, so
+that the pick is bracketed or moves to none (experiments/README.md, "The regularisation strength's
+lower end").
 Part `curve` (default): the chosen strength at every size of the plain arm with its paired seeds, for
 read-outs R1-R3 in experiments/README.md (the plain arm, experiments/data_scaling.py, is the control).
 Part `converged`: the same runs at the extension's pick (EXTENDED_CHOSEN), which the arm's ladders
@@ -46,13 +51,15 @@ STRENGTHS = {
     "light": {**_SHARED, "data.mixup_alpha": 0.0, "weight_decay": 0.03},
     "medium": {**_SHARED, "data.mixup_alpha": 0.2, "weight_decay": 0.1},
     "heavy": {**_SHARED, "data.mixup_alpha": 0.5, "weight_decay": 0.3},
+    "none": {},  # the plain arm's configs as they stand: the strength axis's own lower end
 }
 VIT_ONLY = {"lighter": {"model.dropout_rate": 0.0, "model.droppath_rate": 0.025},
             "light": {"model.dropout_rate": 0.0, "model.droppath_rate": 0.05},
             "medium": {"model.dropout_rate": 0.1, "model.droppath_rate": 0.1},
-            "heavy": {"model.dropout_rate": 0.1, "model.droppath_rate": 0.2}}
+            "heavy": {"model.dropout_rate": 0.1, "model.droppath_rate": 0.2}, "none": {}}
 TUNED = ("light", "medium", "heavy")  # part tune's grid
 EXTENDED = ("light", "lighter")  # part extend: the pick at the grid's edge, re-run, and one step past it
+LOWER = ("lighter", "none")  # part lower: the extension's pick, on the edge again, beside no regularisation
 CHOSEN = {"vit": "light", "bit": "light"}  # part tune, best validation accuracy: experiments/results/regularisation_tune
 # part extend, best validation accuracy (experiments/results/regularisation_extend): both on the edge again.
 EXTENDED_CHOSEN = {"vit": "lighter", "bit": "lighter"}
@@ -77,6 +84,7 @@ def _curve(chosen: dict) -> list:
 def get_runs(arg=None):
     part = parse_arg(arg, part="curve").part
     parts = {"tune": lambda: _at_tune_size(TUNED), "extend": lambda: _at_tune_size(EXTENDED),
+             "lower": lambda: _at_tune_size(LOWER),
              "curve": lambda: _curve(CHOSEN), "converged": lambda: _curve(EXTENDED_CHOSEN)}
     if part not in parts:
         raise ValueError(f"part={part!r}; the parts are {', '.join(parts)}")

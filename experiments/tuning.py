@@ -5,6 +5,7 @@ r"""Per-family optimiser tuning on the validation split (issue: both families ra
     vitjax sweep experiments/tuning.py:part=extend,from=runs/tuning --workdir runs/tuning  # past picked edges
     vitjax sweep experiments/tuning.py:part=large --workdir runs/tuning   # 55k: the pick and its neighbours
     vitjax sweep experiments/tuning.py:part=between --workdir runs/tuning # 1.7k: the 550 and 5.5k picks
+    vitjax sweep experiments/tuning.py:part=bracket --workdir runs/tuning_bracket  # a step past the edges left
     python experiments/readouts.py --tuning runs/tuning                     # each family's pick per size
     vitjax sweep experiments/tuning.py:part=primed,seed=0 --workdir runs/primed  # C1'-C4', one seed a part
     python experiments/readouts.py --primed runs/primed --chosen experiments/results/convergence/convergence.json
@@ -18,6 +19,9 @@ highest best-validation accuracy; a pick on the grid's edge extends the grid one
 for each pick on an edge, the grid's next point past that edge at the pick's other setting (nothing
 past the lowest decay, 1e-4, which the registration does not extend). At 55k (`part=large`) the rate
 picked at 5.5k and its two grid neighbours train at the size's converged budget, seed 0. Test accuracy is never read.
+`part=bracket` (registered after the picks were known, to answer "every pick on an edge"): each pick of
+the committed grids still on an edge re-runs beside the next step past that edge (RATE_STEPS,
+DECAY_STEPS), the pair on one host and code; 12 runs, ~1 h.
 
 C1'-C4' re-run the converged arm's read-outs on the tuned optimisers (registered in experiments/README.md,
 "The tuned re-runs"): at 1.7k, which the grid skipped, `part=between` trains both neighbouring sizes'
@@ -43,6 +47,10 @@ WEIGHT_DECAYS = (1e-4, 0.05)
 SMALL_SIZES = (550, 5_500)
 # The registered step past each edge a pick may sit on (readouts.tuning names the edges).
 EXTENSIONS = {"lowest lr": ("lr", 5e-4), "highest lr": ("lr", 8e-3), "highest wd": ("weight_decay", 0.3)}
+# part=bracket: a further step past each edge the picks still sit on (experiments/README.md, "The tuning's
+# edges, bracketed"); the lowest decay is never extended, and at 55k only the rate was tuned.
+RATE_STEPS = (5e-4, 1e-3, 2e-3, 4e-3, 8e-3, 1.6e-2)
+DECAY_STEPS = (1e-4, 0.05, 0.3, 1.0)
 BETWEEN = {1_700: (550, 5_500)}  # a size the grid skipped: its neighbours' picks compete there
 LARGE_SIZE, LARGE_RATES = 55_000, 3  # part=large: the 5.5k pick's rate and its two neighbours
 PRIMED_SIZES = (550, 1_700, 5_500, 55_000)
@@ -74,6 +82,39 @@ def extension_runs(picks: dict) -> list:
                 axis, value = EXTENSIONS[edge]
                 setting = {**point["pick"], axis: value}
                 runs.append(_run(model, int(size), setting["lr"], setting["weight_decay"]))
+    return runs
+
+
+def _past(steps: tuple, value: float, direction: int) -> float:
+    index = steps.index(value) + direction
+    if not 0 <= index < len(steps):
+        raise ValueError(f"no registered step past {value:g} (steps: {', '.join(f'{v:g}' for v in steps)})")
+    return steps[index]
+
+
+def bracket_runs(directories) -> list:
+    """For each family and size whose pick (over `directories`' runs) sits on an edge the grid may pass,
+    the pick again, beside one run per such edge at the next of RATE_STEPS / DECAY_STEPS past it, at the
+    pick's multiple of the budget, so that each pair shares host and code. Sizes of BETWEEN (two
+    candidates, no grid) have no edges."""
+    rows = [row for d in directories if os.path.isdir(d) for row in table.read(d)]
+    multiple = {(r["family"], r["train_size"]): round(r["steps"] / _protocol.BUDGET.steps(r["train_size"]))
+                for r in rows if r.get("status") == "finished"}
+    past = {"lowest lr": ("lr", RATE_STEPS, -1), "highest lr": ("lr", RATE_STEPS, 1),
+            "highest wd": ("weight_decay", DECAY_STEPS, 1)}
+    runs = []
+    for key, point in picks(directories).items():
+        model, size = key.rsplit("_n", 1)[0], int(key.rsplit("_n", 1)[1])
+        edges = [edge for edge in point["edges"] if edge in past and size not in BETWEEN
+                 and not (size == LARGE_SIZE and past[edge][0] == "weight_decay")]
+        if not edges:
+            continue
+        pick, times = point["pick"], multiple[model, size]
+        runs.append(_run(model, size, pick["lr"], pick["weight_decay"], times))
+        for edge in edges:
+            axis, steps, direction = past[edge]
+            setting = {**pick, axis: _past(steps, pick[axis], direction)}
+            runs.append(_run(model, size, setting["lr"], setting["weight_decay"], times))
     return runs
 
 
@@ -120,7 +161,8 @@ def primed_runs(found: dict, seed: int, chosen_file: str = _ladder.CHOSEN) -> li
 # part=large's picks: the 5.5k rate and decay of each family and its 55k converged multiple, as
 # experiments/README.md records them once known.
 _LARGE_KEYS = tuple(key for model in _ladder.MODELS for key in (f"{model}_lr", f"wd_{model}", f"multiple_{model}"))
-PART_KEYS = {"small": (), "extend": ("from",), "between": ("from",), "primed": ("from", "seed"), "large": _LARGE_KEYS}
+PART_KEYS = {"small": (), "extend": ("from",), "between": ("from",), "primed": ("from", "seed"), "large": _LARGE_KEYS,
+             "bracket": ("from",)}
 REQUIRED = {"extend": ("from",), "large": _LARGE_KEYS}
 _DEFAULTS = {"seed": 0, "from": None, **dict.fromkeys(_LARGE_KEYS)}
 
@@ -146,6 +188,8 @@ def get_runs(arg=None):
                 for lr in RATES for wd in WEIGHT_DECAYS]
     if part == "extend":
         return extension_runs(picks([str(source)]))
+    if part == "bracket":
+        return bracket_runs(str(source).split("+") if source is not None else PICKS_FROM[:2])
     if part in ("between", "primed"):
         found = picks(str(source).split("+") if source is not None else PICKS_FROM)
         return between_runs(found) if part == "between" else primed_runs(found, settings.seed)

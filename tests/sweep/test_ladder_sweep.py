@@ -180,9 +180,11 @@ def test_seeds_past_the_protocols_train_alone_with_their_own_teacher_and_control
     ("convergence.py", "prat=1", "unknown key 'prat'.*did you mean 'part'"),
     ("convergence.py", "part=1,sizes=550", "sizes: not read by part=1, which reads no other key"),
     ("convergence.py", "part=seeds,arm=reg", "arm: not read by part=seeds"),
-    ("convergence.py", "part=3", "part='3': the parts are 1, 2, seeds, onehost, small, arm, arm_seeds"),
+    ("convergence.py", "part=3", "part='3': the parts are 1, 2, seeds, onehost, small, arm, arm_seeds, climb"),
+    ("convergence.py", "part=climb,arm=reg", "arm: not read by part=climb, which reads ladders"),
     ("tuning.py", "part=small,seed=1", "seed: not read by part=small, which reads no other key"),
     ("tuning.py", "part=extend", "part=extend needs from=..."),
+    ("tuning.py", "part=bracket,seed=1", "seed: not read by part=bracket, which reads from"),
     ("tuning.py", "part=large,vit_lr=4e-3", "part=large needs wd_vit=..., multiple_vit=..., bit_lr=..."),
     ("tuning.py", "part=primed,sed=1", "unknown key 'sed'.*did you mean 'seed'"),
     ("tuning.py", "part=large,vit_lr=abc,bit_lr=8e-3,wd_vit=0.05,wd_bit=0.3,multiple_vit=2,multiple_bit=1",
@@ -207,3 +209,37 @@ def test_the_size_arm_takes_seeds_past_the_protocols_at_55k():
     convergence = load_module(os.path.join(ROOT, "experiments", "convergence.py"))
     names = [name for name, _, _ in convergence.get_runs("part=arm_seeds,arm=size,seeds=2,sizes=55000,controls=false")]
     assert names == ["vit_w32_n55000_s2_x2", "vit_w32_n55000_s2_x1", "bit_w4_n55000_s2_x1"]
+
+
+def test_the_climb_retrains_each_capped_ladder_one_rung_higher_as_one_trunk(tmp_path, monkeypatch):
+    """part=climb: every seed-0 ladder a committed convergence.json marks capped (the plain arm's and the
+    arms'), as a 1x-8x ladder whose 8x trunk keeps the shorter rungs' branch points; nothing uncapped."""
+    convergence = load_module(os.path.join(ROOT, "experiments", "convergence.py"))
+    plain, arm = tmp_path / "plain.json", tmp_path / "reg.json"
+    plain.write_text(json.dumps({"bit_n550": {"family": "bit", "size": 550, "capped": True},
+                                 "vit_n550": {"family": "vit", "size": 550, "capped": False}}))
+    arm.write_text(json.dumps({"vit_lighter_n1700": {"family": "vit_lighter", "size": 1700, "capped": True},
+                               "bit_lighter_n1700": {"family": "bit_lighter", "size": 1700, "capped": False}}))
+    monkeypatch.setattr(convergence, "CHOSEN", str(plain))
+    monkeypatch.setattr(convergence, "arm_chosen_file", lambda name: str(arm if name == "reg" else tmp_path / "none"))
+    runs = {name: overrides for name, _, overrides in convergence.get_runs("part=climb")}
+    assert list(runs) == [f"{ladder}_s0_x{m}" for ladder in ("bit_n550", "vit_lighter_n1700") for m in (8, 1, 2, 4)]
+    trunk = runs["vit_lighter_n1700_s0_x8"]
+    assert trunk["total_steps"] == 8 * 1_200 and trunk["keep_checkpoint_steps"] == (960, 1_920, 3_840)
+    assert runs["vit_lighter_n1700_s0_x4"]["branch_from"].endswith("/vit_lighter_n1700_s0_x8")
+    assert trunk["label_smoothing"] == 0.05 and trunk["seed"] == 0  # the arm's own run, re-timed
+    assert list({n: 0 for n, _, _ in convergence.get_runs("part=climb,ladders=bit")}) == [
+        f"bit_n550_s0_x{m}" for m in (8, 1, 2, 4)]
+    with pytest.raises(ValueError, match="ladders=vit: the capped ladders are bit, vit_lighter"):
+        convergence.get_runs("part=climb,ladders=vit")
+
+
+def test_the_climbs_ladders_are_read_like_the_protocols(tmp_path):
+    """A finished 1x-8x ladder is a ladder to readouts.convergence; its rule may now stop at 4x."""
+    readouts = load_module(os.path.join(ROOT, "experiments", "readouts.py"))
+    rows = [{"name": f"vit_n550_s0_x{m}", "status": "finished", "family": "vit", "train_size": 550, "seed": 0,
+             "steps": 1_200 * m, "best_val_accuracy": v, "accuracy": v, "best_step": 1_200 * m, "wall_seconds": 1.0}
+            for m, v in ((1, 0.70), (2, 0.71), (4, 0.72), (8, 0.724))]
+    point = readouts.convergence(rows)["vit_n550"]
+    assert list(point["rungs"]) == [1, 2, 4, 8] and (point["chosen"], point["capped"]) == (4, False)
+    assert readouts.convergence(rows[:2] + rows[3:]) == {}  # the 4x branch still training: no ladder yet

@@ -468,6 +468,43 @@ def test_tuning_extends_the_grid_one_step_past_each_edge_a_pick_sits_on():
     assert (runs["bit_n550_lr0.008_wd0.0001"]["lr"], runs["bit_n550_lr0.008_wd0.0001"]["weight_decay"]) == (8e-3, 1e-4)
 
 
+def _tuning_dir(path, family, size, steps, grid):
+    rows = [{"name": f"{family}_n{size}_lr{lr:g}_wd{wd:g}", "status": "finished", "family": family,
+             "train_size": size, "steps": steps, "best_val_accuracy": val / 100, "accuracy": 0.0,
+             "config": {"lr": lr, "weight_decay": wd}} for (lr, wd), val in grid.items()]
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "results.json"), "w") as f:
+        json.dump({"runs": rows}, f)
+    return str(path)
+
+
+def test_the_bracket_reruns_each_edge_pick_beside_the_next_registered_step_past_it(tmp_path):
+    """part=bracket: the pick again (so that the pair shares host and code) and one run per edge it may
+    pass, at the pick's multiple; never below the lowest decay, only the rate at 55k, nothing at 1.7k."""
+    small = _tuning_dir(tmp_path / "small", "bit", 550, 1_200, {
+        (4e-3, 1e-4): 70.0, (8e-3, 1e-4): 72.9, (4e-3, 0.05): 69.0, (8e-3, 0.05): 71.0})
+    more = _tuning_dir(tmp_path / "more", "vit", 5_500, 1_200, {
+        (2e-3, 0.05): 81.0, (4e-3, 0.05): 82.0, (4e-3, 0.3): 83.5, (8e-3, 0.05): 81.8})
+    large = _tuning_dir(tmp_path / "large", "vit", 55_000, 2 * 3_438, {
+        (2e-3, 0.3): 89.8, (4e-3, 0.3): 88.3, (8e-3, 0.3): 87.4})
+    between = _tuning_dir(tmp_path / "between", "vit", 1_700, 1_200, {(8e-3, 0.05): 76.1, (4e-3, 0.3): 78.2})
+    runs = {name: o for name, _, o in tuning_sweep.bracket_runs([small, more, large, between])}
+    assert sorted(runs) == ["bit_n550_lr0.008_wd0.0001", "bit_n550_lr0.016_wd0.0001", "vit_n55000_lr0.001_wd0.3",
+                            "vit_n55000_lr0.002_wd0.3", "vit_n5500_lr0.004_wd0.3", "vit_n5500_lr0.004_wd1"]
+    assert runs["vit_n55000_lr0.001_wd0.3"]["total_steps"] == 2 * 3_438
+    assert runs["bit_n550_lr0.016_wd0.0001"]["total_steps"] == 1_200
+    assert runs["vit_n5500_lr0.004_wd1"]["weight_decay"] == 1.0 and runs["vit_n5500_lr0.004_wd1"]["lr"] == 4e-3
+
+
+def test_the_bracket_of_the_committed_picks_is_the_registered_twelve_runs():
+    names = [name for name, _, _ in tuning_sweep.get_runs("part=bracket")]
+    assert sorted(names) == sorted(
+        [f"{family}_n550_lr{lr}_wd{wd}" for family, wd in (("vit", "0.05"), ("bit", "0.0001"))
+         for lr in ("0.008", "0.016")]
+        + [f"{family}_n5500_lr0.004_wd{wd}" for family in ("vit", "bit") for wd in ("0.3", "1")]
+        + [f"{family}_n55000_lr{lr}_wd0.3" for family in ("vit", "bit") for lr in ("0.002", "0.001")])
+
+
 def _picks(**sizes):
     # At 55k the part's three rates, the pick among them.
     return {key: {"pick": {"lr": lr, "weight_decay": wd}, "edges": [],

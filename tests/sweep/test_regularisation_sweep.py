@@ -49,3 +49,15 @@ def test_the_converged_arm_trains_the_extensions_committed_pick_and_the_curve_st
         family = name.split("_")[0]
         twin = converged[name.replace("_light_", f"_{regularisation.EXTENDED_CHOSEN[family]}_")]
         assert twin == {**overrides, **regularisation.regularisation(family, regularisation.EXTENDED_CHOSEN[family])}
+
+
+def test_the_lower_end_reruns_lighter_beside_the_plain_configs_as_they_stand():
+    runs = _runs("lower")
+    assert sorted(runs) == sorted(f"{f}_{s}_n5500_s0" for f in ("vit", "bit") for s in ("lighter", "none"))
+    for family in ("vit", "bit"):
+        none, lighter = runs[f"{family}_none_n5500_s0"], runs[f"{family}_lighter_n5500_s0"]
+        assert lighter == _runs("extend")[f"{family}_lighter_n5500_s0"]
+        assert none["data.pp_train"] == "value_range(-1, 1)"  # the plain arm's: no crop
+        assert not {"label_smoothing", "weight_decay", "data.mixup_alpha", "model.droppath_rate"} & set(none)
+        assert {k: v for k, v in lighter.items() if k in none and k != "data.pp_train"} == {
+            k: v for k, v in none.items() if k != "data.pp_train"}
