@@ -1,6 +1,9 @@
 """The cpu string that results and bench JSON record beside their times."""
 import subprocess
 
+import jax
+import jaxlib
+
 from vitjax import host
 
 CPUINFO = """processor\t: 0
@@ -61,6 +64,9 @@ def test_code_records_the_commit_whether_tracked_files_changed_and_a_source_dige
     host.code.cache_clear()
     clean = host.code()
     assert clean["commit"] == head.strip() and clean["dirty"] is False
+    assert clean["libraries"]["jax"] == jax.__version__ and clean["libraries"]["jaxlib"] == jaxlib.__version__
+    assert set(clean["libraries"]) == {"jax", "jaxlib", "flax", "optax", "numpy", "tensorflow"}
+    assert clean["libraries"]["tensorflow"] is not None  # tensorflow-cpu's distribution name found
 
     (tmp_path / "notes.txt").write_text("untracked files are not the code that ran\n")
     host.code.cache_clear()

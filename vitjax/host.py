@@ -9,6 +9,7 @@ results.json files and `vitjax bench` JSON carry all three.
 """
 import functools
 import hashlib
+import importlib.metadata
 import os
 import pathlib
 import platform
@@ -17,6 +18,10 @@ import subprocess
 # Instruction-set extensions that change which code XLA:CPU and its kernel libraries run.
 _ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx512_fp16", "amx_bf16", "amx_tile")
 _PACKAGE = pathlib.Path(__file__).resolve().parent
+# The libraries whose versions can change a run's numbers: XLA and its kernels (jaxlib), the programs traced
+# (jax, flax, optax), the input pipeline's ops (tensorflow, under either distribution name) and numpy.
+_LIBRARIES = {"jax": ("jax",), "jaxlib": ("jaxlib",), "flax": ("flax",), "optax": ("optax",), "numpy": ("numpy",),
+              "tensorflow": ("tensorflow", "tensorflow-cpu")}
 
 
 def _cpuinfo() -> dict:
@@ -56,16 +61,31 @@ def isa() -> list[str]:
 
 @functools.cache
 def code() -> dict:
-    """The code that ran: {'commit', 'dirty', 'source_sha256'}. `commit` and `dirty` (tracked files
-    changed since it) come from git when the package lies in a checkout, else None; `source_sha256`
+    """The code that ran: {'commit', 'dirty', 'source_sha256', 'libraries'}. `commit` and `dirty` (tracked
+    files changed since it) come from git when the package lies in a checkout, else None; `source_sha256`
     digests every .py file of the package, so two runs of identical vitjax code match whatever was
-    committed in between (experiments, READMEs)."""
+    committed in between (experiments, READMEs); `libraries` the installed versions of _LIBRARIES."""
     digest = hashlib.sha256()
     for path in sorted(_PACKAGE.rglob("*.py")):
         digest.update(str(path.relative_to(_PACKAGE)).encode() + b"\0" + path.read_bytes() + b"\0")
     commit = _git("rev-parse", "HEAD")
     status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
-    return {"commit": commit, "dirty": None if status is None else bool(status), "source_sha256": digest.hexdigest()}
+    return {"commit": commit, "dirty": None if status is None else bool(status), "source_sha256": digest.hexdigest(),
+            "libraries": libraries()}
+
+
+def libraries() -> dict:
+    """{library: installed version, or None where it is not installed} for _LIBRARIES."""
+    found = {}
+    for name, distributions in _LIBRARIES.items():
+        found[name] = None
+        for distribution in distributions:
+            try:
+                found[name] = importlib.metadata.version(distribution)
+                break
+            except importlib.metadata.PackageNotFoundError:
+                continue
+    return found
 
 
 def _git(*args) -> str | None:

@@ -59,6 +59,23 @@ def test_pair_key_names_cpu_instruction_sets_devices_and_code():
     assert table.pair_key(old_run) == "AMD EPYC | unrecorded | 4 devices | unrecorded"
 
 
+def test_pair_key_separates_runs_by_arithmetic_xla_flags_and_library_versions():
+    base = {"host": {"cpu": "AMD EPYC", "isa": ["avx2"], "xla_flags": ""}, "devices": 4,
+            "code": {"source_sha256": "0" * 64}}
+    old_key = "AMD EPYC | avx2 | 4 devices | 000000000000"
+    assert table.pair_key(base) == old_key  # nothing more recorded: the key a run always had
+    neutral = {**base, "host": {**base["host"], "xla_flags": "--xla_cpu_collective_call_terminate_timeout_seconds=600 "
+                                                             "--xla_force_host_platform_device_count=4"}}
+    assert table.pair_key(neutral) == old_key
+    capped = {**base, "host": {**base["host"], "xla_flags": "--xla_cpu_max_isa=AVX2"}}
+    assert table.pair_key(capped) == old_key + " | XLA_FLAGS --xla_cpu_max_isa=AVX2"
+    versions = {"jax": "0.10.2", "jaxlib": "0.10.2"}
+    pinned = {**base, "code": {**base["code"], "libraries": versions}}
+    newer = {**base, "code": {**base["code"], "libraries": {**versions, "jaxlib": "0.11.0"}}}
+    assert table.pair_key(pinned) == old_key + " | jax 0.10.2 jaxlib 0.10.2"
+    assert len({table.pair_key(r) for r in (base, capped, pinned, newer)}) == 4
+
+
 def test_a_run_resumed_on_another_host_pairs_with_no_single_host_run():
     amd = {"cpu": "AMD EPYC (family 25, model 17, avx512f)", "isa": ["avx2", "avx512f"]}
     intel = {"cpu": "Intel Xeon (family 6, model 207, avx512f)", "isa": ["avx2", "avx512f", "amx_tile"]}

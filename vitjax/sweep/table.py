@@ -160,10 +160,10 @@ def run_row(name: str, run_dir: str, *, config: dict | None = None, config_file:
 
 def pair_key(results: dict) -> str:
     """What two runs must share to be paired (vitjax/host.py says why): the cpu, its instruction sets,
-    the XLA device count and the digest of the vitjax code that ran; 'unrecorded' for what a run from
-    before these were recorded lacks. A run whose attempts (results' `trained_on`, one per start of
-    its trainer) ran on different hosts or code gets a key naming them all, which no single-host run
-    shares: its steps mixed two arithmetics."""
+    the XLA device count, the digest of the vitjax code that ran, XLA_FLAGS and the libraries' versions
+    (_key); 'unrecorded' for what a run from before these were recorded lacks. A run whose attempts
+    (results' `trained_on`, one per start of its trainer) ran on different hosts or code gets a key
+    naming them all, which no single-host run shares: its steps mixed two arithmetics."""
     attempts = {_key(a.get("host") or {}, a.get("code") or {}, a.get("devices", "?"))
                 for a in results.get("trained_on") or []}
     if len(attempts) > 1:
@@ -171,10 +171,24 @@ def pair_key(results: dict) -> str:
     return _key(results.get("host") or {}, results.get("code") or {}, results.get("devices", "?"))
 
 
+# XLA_FLAGS that change no arithmetic: the device count is keyed on its own, the collective timeout only
+# decides when a stuck step aborts. Any other flag (e.g. --xla_cpu_max_isa) may round differently.
+_NEUTRAL_XLA_FLAGS = ("--xla_force_host_platform_device_count", "--xla_cpu_collective_call_terminate_timeout_seconds")
+
+
 def _key(host: dict, code: dict, devices) -> str:
+    """cpu | isa | devices | code digest, then the XLA_FLAGS that may change arithmetic and the library
+    versions where a run recorded them (a run that recorded neither keeps the key it always had)."""
     isa = host.get("isa")
-    return " | ".join([host.get("cpu") or "unrecorded", "+".join(isa) if isa is not None else "unrecorded",
-                       f"{devices} devices", (code.get("source_sha256") or "unrecorded")[:12]])
+    parts = [host.get("cpu") or "unrecorded", "+".join(isa) if isa is not None else "unrecorded",
+             f"{devices} devices", (code.get("source_sha256") or "unrecorded")[:12]]
+    flags = sorted(flag for flag in (host.get("xla_flags") or "").split()
+                   if not flag.startswith(_NEUTRAL_XLA_FLAGS))
+    if flags:
+        parts.append("XLA_FLAGS " + " ".join(flags))
+    if code.get("libraries"):
+        parts.append(" ".join(f"{name} {version}" for name, version in sorted(code["libraries"].items())))
+    return " | ".join(parts)
 
 
 @dataclasses.dataclass
