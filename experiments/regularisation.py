@@ -34,7 +34,7 @@ in two `--only` halves to fit the 2-hour sitting.
 """
 import os
 
-from vitjax.config import load_module, parse_arg
+from vitjax.config import load_module, parse_part_arg
 
 _protocol = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol.py"))
 
@@ -75,17 +75,19 @@ def _at_tune_size(strengths) -> list:
             for strength in strengths for family, config in MODELS.items()]
 
 
-def _curve(chosen: dict) -> list:
+def _curve(chosen: dict, large_seeds: int = _protocol.LARGE_SEEDS) -> list:
     return [(f"{family}_{chosen[family]}_n{size}_s{seed}", config,
              {**_protocol.overrides(size, seed), **regularisation(family, chosen[family])})
-            for size in _protocol.SIZES for seed in _protocol.seeds(size) for family, config in MODELS.items()]
+            for size in _protocol.SIZES for seed in _protocol.seeds(size, large_seeds=large_seeds)
+            for family, config in MODELS.items()]
 
 
 def get_runs(arg=None):
-    part = parse_arg(arg, part="curve").part
-    parts = {"tune": lambda: _at_tune_size(TUNED), "extend": lambda: _at_tune_size(EXTENDED),
-             "lower": lambda: _at_tune_size(LOWER),
-             "curve": lambda: _curve(CHOSEN), "converged": lambda: _curve(EXTENDED_CHOSEN)}
-    if part not in parts:
-        raise ValueError(f"part={part!r}; the parts are {', '.join(parts)}")
-    return parts[part]()
+    """`:part=...`; the curves take `large_seeds=N` (N seeds above 5.5k instead of the protocol's 2), for
+    seeds added where they decide a read-out (convergence.py:part=arm_seeds,arm=reg,seeds=...)."""
+    parts = {"tune": (), "extend": (), "lower": (), "curve": ("large_seeds",), "converged": ("large_seeds",)}
+    settings = parse_part_arg(arg, parts, part="curve", large_seeds=_protocol.LARGE_SEEDS)
+    runs = {"tune": lambda: _at_tune_size(TUNED), "extend": lambda: _at_tune_size(EXTENDED),
+            "lower": lambda: _at_tune_size(LOWER), "curve": lambda: _curve(CHOSEN, settings.large_seeds),
+            "converged": lambda: _curve(EXTENDED_CHOSEN, settings.large_seeds)}
+    return runs[settings.part]()

@@ -2,6 +2,8 @@
 import csv
 import os
 
+import pytest
+
 from vitjax.config import load_module
 
 from tests.paths import ROOT
@@ -61,3 +63,14 @@ def test_the_lower_end_reruns_lighter_beside_the_plain_configs_as_they_stand():
         assert not {"label_smoothing", "weight_decay", "data.mixup_alpha", "model.droppath_rate"} & set(none)
         assert {k: v for k, v in lighter.items() if k in none and k != "data.pp_train"} == {
             k: v for k, v in none.items() if k != "data.pp_train"}
+
+
+def test_the_curves_take_seeds_added_above_5500_and_the_tuning_parts_refuse_them():
+    """R2c's third seed at 55k (experiments/README.md, "R2c's seed 2"): large_seeds=3 adds seed 2 above
+    5.5k only, each run the protocol's with that seed; a part that would ignore the key refuses it."""
+    added = set(_runs("converged,large_seeds=3")) - set(_runs("converged"))
+    assert added == {f"{f}_lighter_n{n}_s2" for f in ("vit", "bit") for n in (17_000, 55_000)}
+    run = _runs("converged,large_seeds=3")["vit_lighter_n55000_s2"]
+    assert (run["seed"], run["data.subset_seed"], run["data.train_size"]) == (2, 2, 55_000)
+    with pytest.raises(ValueError, match="large_seeds: not read by part=tune"):
+        regularisation.get_runs("part=tune,large_seeds=3")
