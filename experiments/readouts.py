@@ -7,7 +7,7 @@ r"""Decides the study's pre-registered read-outs (experiments/README.md) from th
         [--swin experiments/results/swin] [--deit experiments/results/deit] [--deit_aug experiments/results/deit_aug] \
         [--self_supervised experiments/results/self_supervised] \
         [--knn_dino DINO_RUN --knn_vit VIT_RUN ...] [--segmentation DINO_ANALYSIS/cls_segmentation.json] \
-        [--sam_init runs/sam_init ...] \
+        [--sam_init runs/sam_init ...] [--added_seeds runs/decide_seeds ...] \
         --out experiments/results/readouts.json
     python experiments/readouts.py --convergence DIR... --chosen experiments/results/convergence/convergence.json \
         [--primed DIR...] [--arms reg=DIR+DIR size=DIR deit=DIR]
@@ -27,6 +27,17 @@ image, with a floor of 0.02. I1-I6 (experiments/sam_init.py) are in mIoU points 
 by seed, with a floor of SAM_FLOOR (1 point). C1-C4 (and the tuned C1'-C4') read the budget ladders of
 experiments/convergence.py at each family's converged multiple; R1c-R3c, M1c, M3c and D4c the same
 formulas as R1-R3, M1, M3 and D4 on the budget-dependent arms' ladders at theirs (`--arms`).
+
+`--added_seeds DIR...` (experiments/decide_seeds.py's runs: seeds added where they would likely decide a
+read-out) re-decides W1, W2, U2, U3 (DINO), T1, D1 and S2 only (DECIDED_BY_SEEDS): each added run joins
+every table on the command line holding its seed group (the same config, another seed), the arm's own
+and the plain arm's it pairs with, and the read-out pairs over the seeds all its terms have. Every other
+read-out stays on the committed tables alone: P1-P5 read --data_scaling's table and nothing else, so
+the plain arm's registered read-outs do not move with seeds added for another arm. Pairs within a host:
+each added seed must have all the runs a read-out reads of it on one pair_key (check_pairable), else
+the read-out is 'not pairable'. The committed seeds 0-2 are not checked: their runs predate pair keys
+and were paired across hosts when these read-outs were registered and marked; checking them would
+refuse every committed mark, and leaving them out would change what was registered.
 """
 import argparse
 import glob
@@ -465,6 +476,69 @@ def sam_init_arm(sweep_dirs) -> dict:
             for name, parts in terms.items() if min(len(values) for _, values in parts) >= 2}
 
 
+def _of(families, *sizes, patches=None):
+    """Which rows of a table a read-out reads: these families at these sizes (and patch sizes)."""
+    return lambda r: r.get("family") in families and r.get("train_size") in sizes and \
+        (patches is None or r.get("patch_size") in patches)
+
+
+# Issue 36 item 4: the read-outs more paired seeds would likely decide (experiments/decide_seeds.py trains
+# them), each with the rows of each table it reads ('dino': the self-supervised table's DINO fine-tunes).
+DECIDED_BY_SEEDS = {
+    "W1": {"swin": _of(("swin",), *SMALLEST), "plain": _of(("vit",), *SMALLEST)},
+    "W2": {"swin": _of(("swin",), *SMALLEST, 55_000), "plain": _of(("vit",), *SMALLEST, 55_000)},
+    "U2": {"dino": _of(("vit",), *SMALLEST), "plain": _of(("bit",), *SMALLEST)},
+    "U3_dino": {"dino": _of(("vit",), *SMALLEST, 55_000), "plain": _of(("vit",), *SMALLEST, 55_000)},
+    "T1": {"transfer": _of(("vit", "bit"), 550, 27_500)},  # transfer.py's smallest and largest sizes
+    "D1": {"deit": _of(("deit",), *SMALLEST, 55_000), "plain": _of(("vit",), *SMALLEST, 55_000)},
+    "S2": {"patch_size": _of(("vit",), 5_500, patches=(2, 4))},
+}
+
+
+def in_groups_of(committed, added) -> list[dict]:
+    """The finished rows of `added` that belong to one of `committed`'s seed groups: the same config but
+    for the seed (aggregate.group_key), i.e. the run that table registers, trained for another seed."""
+    groups = {aggregate.group_key(r.get("config")) for r in committed if r.get("status") == "finished"}
+    return [r for r in added if r.get("status") == "finished" and aggregate.group_key(r.get("config")) in groups]
+
+
+def with_added_seeds(tables: dict, added) -> dict:
+    """DECIDED_BY_SEEDS' read-outs with `added` (--added_seeds' rows) joined to each of `tables` ({'plain',
+    'swin', 'self_supervised', 'deit', 'deit_aug', 'transfer', 'patch_size': rows}, those given) whose seed
+    groups they belong to. Every other read-out, the plain arm's P1-P5 among them, is left to the
+    committed tables alone. A read-out whose runs of an added seed do not share one pair_key, the runs of
+    that seed it reads from the committed tables included, is 'not pairable'; the committed seeds are
+    paired as they were registered (across hosts, before pair keys were recorded), so they are not checked."""
+    joined = {name: rows + in_groups_of(rows, added) for name, rows in tables.items()}
+    found = {}
+    if "plain" in joined and "swin" in joined:
+        found.update(swin_arm(joined["swin"], joined["plain"]))
+    if "plain" in joined and "self_supervised" in joined:
+        found.update(self_supervised_arm(joined["self_supervised"], joined["plain"]))
+    if "plain" in joined and "deit" in joined:
+        found.update(deit_arm(joined["deit"], tables.get("deit_aug", []), joined["plain"]))
+    if "transfer" in joined:
+        found.update(transfer_arm(joined["transfer"]))
+    if "patch_size" in joined:
+        found.update(patch_size_arm(joined["patch_size"]))
+    joined["dino"] = pretrained_with(joined.get("self_supervised", []), "dino")
+    return {name: _pairable_or_not(found[name], DECIDED_BY_SEEDS[name], joined, added)
+            for name in DECIDED_BY_SEEDS if name in found}
+
+
+def _pairable_or_not(result: dict, reads: dict, joined: dict, added) -> dict:
+    """`result`, or 'not pairable' where a seed of `added` pairs runs of two pair keys."""
+    used = [r for table_name, read in reads.items() for r in joined.get(table_name, [])
+            if r.get("status") == "finished" and read(r)]
+    added_ids = {id(r) for r in added}  # by identity: an added row may share a committed row's name
+    seeds = {r["seed"] for r in used if id(r) in added_ids}
+    try:
+        check_pairable([r for r in used if r["seed"] in seeds])
+    except ValueError as error:
+        return {"verdict": "not pairable", "verdict_t": "not pairable", "why": str(error)}
+    return result
+
+
 def merged_rows(sweep_dirs) -> list[dict]:
     """The rows of several sweep (or results) directories that hold parts of one study, one per run name:
     a finished run wins over the same name pending in another directory; two finished runs of one name
@@ -529,12 +603,12 @@ def check_pairable(rows) -> None:
     """Raises ValueError when the runs a read-out pairs within one seed ran on different hosts, device
     splits or code. Seeds are independent draws, so two seeds may come from two hosts."""
     keys = {}
-    for r in rows:
-        keys.setdefault(r["seed"], set()).add(r["pair_key"])
+    for r in rows:  # a run recorded before pair keys existed has none: it pairs with nothing that has one
+        keys.setdefault(r["seed"], set()).add(r.get("pair_key"))
     for seed, found in sorted(keys.items()):
         if len(found) > 1:
-            raise ValueError(f"seed {seed}'s runs to be paired differ in host, devices or code ({sorted(found)}): "
-                             f"pair only runs of one pair_key (vitjax/sweep/table.py)")
+            raise ValueError(f"seed {seed}'s runs to be paired differ in host, devices or code "
+                             f"({sorted(found, key=str)}): pair only runs of one pair_key (vitjax/sweep/table.py)")
 
 
 def converged_arm(rows, chosen_ladders: dict | None = None) -> dict:
@@ -710,6 +784,11 @@ def _parser() -> argparse.ArgumentParser:
                              f"ARM one of {', '.join(BUDGET_ARMS)}: its read-outs at converged budgets (R1c...), "
                              "each arm at the multiples of its own seed-0 ladders, against the plain runs its "
                              "part trained beside it (else --convergence's)")
+    parser.add_argument("--added_seeds", nargs="+",
+                        help="experiments/decide_seeds.py's sweep (or results) directories: their finished runs join "
+                             "the tables of --data_scaling, --swin, --self_supervised, --deit, --transfer and "
+                             "--patch_size whose seed groups they belong to, for W1, W2, U2, U3 (DINO), T1, D1 "
+                             "and S2 only (each seed they add on one pair_key)")
     parser.add_argument("--tuning", help="experiments/tuning.py's sweep (or results) directory: each family's pick")
     parser.add_argument("--out", help="write the read-outs as JSON here")
     parser.add_argument("--markdown", action="store_true", help="also print the plain arm's table (markdown)")
@@ -732,6 +811,27 @@ def budget_arms(arm_dirs: dict, plain_rows, chosen: dict | None) -> dict:
     return found
 
 
+def _tables(args) -> dict:
+    """The tables on the command line that --added_seeds joins, by with_added_seeds' names."""
+    paths = {"plain": args.data_scaling, "swin": args.swin, "self_supervised": args.self_supervised,
+             "deit": args.deit, "deit_aug": args.deit_aug, "transfer": args.transfer}
+    tables = {name: table.read(path) for name, path in paths.items() if path}
+    if args.patch_size:
+        tables["patch_size"] = [row for path in args.patch_size for row in table.read(path)]
+    return tables
+
+
+def _added_seeds(tables: dict, added) -> dict:
+    """with_added_seeds, saying which added runs joined no table given (a table left off the command
+    line, or a run whose config is not the one its table registers): they are in no read-out."""
+    joined = {id(r) for rows in tables.values() for r in in_groups_of(rows, added)}
+    strays = [r["name"] for r in added if r.get("status") == "finished" and id(r) not in joined]
+    if strays:
+        print(f"--added_seeds: {len(strays)} finished runs in no seed group of the tables given, left out: "
+              f"{', '.join(strays)}", file=sys.stderr)
+    return with_added_seeds(tables, added)
+
+
 def _arm_dirs(parser, specs) -> dict:
     """--arms' ARM=DIR+DIR... as {arm: [dirs]}; a wrong spelling is the parser's error."""
     found = {}
@@ -750,6 +850,9 @@ def main(argv=None) -> int:
     if arm_dirs and not (args.convergence or args.chosen):
         parser.error("--arms needs --chosen experiments/results/convergence/convergence.json (the plain ladders' "
                      "multiples, at which the arms' controls count) or --convergence (the plain ladders)")
+    if args.added_seeds and not (args.swin or args.self_supervised or args.deit or args.transfer or args.patch_size):
+        parser.error("--added_seeds joins the tables of --swin, --self_supervised, --deit, --transfer or "
+                     "--patch_size (with --data_scaling, the plain runs they pair with): give those it adds to")
     if args.primed and not args.chosen:  # the primed runs hold no ladder: nothing else says which rung counts
         parser.error("--primed needs --chosen experiments/results/convergence/convergence.json (the plain "
                      "ladders' multiples, at which the tuned re-runs train)")
@@ -787,6 +890,8 @@ def main(argv=None) -> int:
     found.update(budget_arms(arm_dirs, plain_ladders, chosen))
     if args.primed:
         found.update({f"{name}'": r for name, r in converged_arm(merged_rows(args.primed), chosen).items()})
+    if args.added_seeds:
+        found.update(_added_seeds(_tables(args), merged_rows(args.added_seeds)))
     if args.sam_init:
         found.update(sam_init_arm(args.sam_init))
     if args.replicates:

@@ -66,9 +66,18 @@ def _legacy_fill(key: str, was, wanted) -> bool:
 
 
 def with_schema_defaults(flat: dict) -> dict:
-    """A flattened config with the schema's default for each key it lacks: `differing_keys`' rule, for
-    code that compares configs by value (the sweep's seed groups)."""
-    return {**_schema_defaults(), **flat}
+    """A flattened config with the schema's default for each key it lacks, and without what an older
+    vitjax wrote into it as a runtime choice: `differing_keys`' rule, for code that compares configs by
+    value (the sweep's seed groups), so that a run of today and an older one of the same config and another
+    seed fall into one group."""
+    return {**_schema_defaults(), **without_legacy_fills(flat)}
+
+
+def without_legacy_fills(flat: dict) -> dict:
+    """A flattened config without the keys that hold xla_cpu.LEGACY_CONFIG_FILLS' value (`_legacy_fill`:
+    such a value and no value are the same config)."""
+    fills = xla_cpu.LEGACY_CONFIG_FILLS
+    return {key: value for key, value in flat.items() if not (key in fills and same_value(value, fills[key]))}
 
 
 @functools.cache

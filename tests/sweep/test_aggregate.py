@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from vitjax import xla_cpu
 from vitjax.sweep import aggregate, table
 
 
@@ -90,6 +91,16 @@ def test_a_key_one_run_lacks_counts_as_its_default():
                        _row("b1", "vit", 500, 1, 0.7))
     new["config"]["objective"] = "supervised"
     other["config"]["objective"] = "distillation"
+    assert sorted(g["runs"] for g in aggregate.groups([old, new, other])) == [["a0", "a1"], ["b1"]]
+
+
+def test_a_runtime_choice_an_older_vitjax_wrote_into_the_config_does_not_split_a_group():
+    """Before 2026-12-04 a CPU run's config.json held its model kernels and XLA options (now recorded
+    apart): such a run and today's of the same config and another seed are one group; other kernels are not."""
+    old, new, other = (_row("a0", "vit", 500, 0, 0.5), _row("a1", "vit", 500, 1, 0.6), _row("b1", "vit", 500, 1, 0.7))
+    old["config"]["model"] = {"kernels": list(xla_cpu.MODEL_KERNELS)}
+    old["config"]["compiler_options"] = dict(xla_cpu.COMPILER_OPTIONS)
+    other["config"]["model"] = {"kernels": list(xla_cpu.MODEL_KERNELS)[:1]}
     assert sorted(g["runs"] for g in aggregate.groups([old, new, other])) == [["a0", "a1"], ["b1"]]
 
 

@@ -776,3 +776,107 @@ def test_the_decision_figure_averages_paired_gaps_and_leaves_out_a_seed_split_ov
     assert found["tuned"]["gap"]["55000"]["seeds"] == [0, 1]
     assert found["plain"]["gap"]["550"]["se"] is None  # one seed: no error bar
     assert (tmp_path / "decision.png").stat().st_size > 0
+
+
+def _new_seed(rows, seed, shift=0.0, key="host C"):
+    """`rows`' seed-0 runs as seed `seed`'s, `shift` better (accuracy and probe), trained on host `key`:
+    what experiments/decide_seeds.py adds."""
+    added = []
+    for r in (r for r in rows if r["seed"] == 0):
+        config = {**r["config"], "seed": seed, "data": {**r["config"]["data"], "subset_seed": seed}}
+        probe = {"transfer_10shot": r["transfer_10shot"] + shift} if "transfer_10shot" in r else {}
+        added.append({**r, "name": r["name"].replace("_s0", f"_s{seed}"), "seed": seed, "pair_key": key,
+                      "accuracy": r["accuracy"] + shift, "config": config, **probe})
+    return added
+
+
+def _probe_rows():
+    """transfer.py's table: its own classes (another seed group than the plain arm's), seeds 0 and 1."""
+    rows = []
+    for seed in (0, 1):
+        for size, vit, bit in ((550, 0.60, 0.70), (27_500, 0.70, 0.72)):
+            for family, acc in (("vit", vit), ("bit", bit)):
+                r = {**row(family, size, seed, 0.9), "transfer_10shot": acc + 0.001 * seed}
+                r["config"]["data"]["classes"] = [0, 1, 2, 3, 4]
+                rows.append(r)
+    return rows
+
+
+def _study():
+    """The committed tables of every arm W1-S2 read, seeds 0 and 1."""
+    points = ((55_000, 14, 0.85), (55_000, 7, 0.86), (55_000, 4, 0.89), (5_500, 4, 0.80), (5_500, 2, 0.79))
+    patch = [r for seed in (0, 1) for size, patch, acc in points
+             for r in _sized([row("vit", size, seed, acc + 0.001 * seed)], width=64, patch=patch)]
+    return {"plain": _family_rows("vit", {550: 0.60, 1_700: 0.70, 5_500: 0.80, 55_000: 0.88})
+            + _family_rows("bit", {550: 0.66, 1_700: 0.75, 5_500: 0.84, 55_000: 0.91}),
+            "swin": _family_rows("swin", {550: 0.64, 1_700: 0.72, 55_000: 0.885}),
+            "self_supervised": _fine_tuned("mae", {550: 0.70, 1_700: 0.77, 55_000: 0.89})
+            + _fine_tuned("dino", {550: 0.64, 1_700: 0.72, 55_000: 0.875}),
+            "deit": _family_rows("deit", {550: 0.62, 1_700: 0.71, 55_000: 0.882}),
+            "deit_aug": _family_rows("deit", {550: 0.65, 1_700: 0.74, 55_000: 0.90}),
+            "transfer": _probe_rows(), "patch_size": patch}
+
+
+def _added(tables):
+    """Seed 3 of each arm's runs (1 point better) and of the plain runs they pair with at 550, 1.7k and
+    55k; seeds 2 and 3 of the transfer probe's; all on host C."""
+    plain = [r for r in tables["plain"] if r["train_size"] != 5_500]
+    patch = [r for r in tables["patch_size"] if r["train_size"] == 5_500]
+    dino = readouts.pretrained_with(tables["self_supervised"], "dino")
+    return (_new_seed(plain, 3) + _new_seed(tables["swin"], 3, 0.01) + _new_seed(dino, 3, 0.01)
+            + _new_seed(tables["deit"], 3, 0.01) + _new_seed(patch, 3, 0.01)
+            + [r for seed in (2, 3) for r in _new_seed(tables["transfer"], seed, 0.01)])
+
+
+def test_added_seeds_join_the_seven_read_outs_that_more_seeds_would_decide_and_no_other():
+    tables = _study()
+    found = readouts.with_added_seeds(tables, _added(tables))
+    assert set(found) == {"W1", "W2", "U2", "U3_dino", "T1", "D1", "S2"}
+    for name in found:
+        seeds = [0, 1, 2, 3] if name == "T1" else [0, 1, 3]
+        assert found[name]["how"] == f"paired over seeds {seeds}", name
+    # Seed 3's arm runs are 1 point better than seed 0's: W1 and U2 (the arm against a plain run at
+    # <= 1.7k) move by 1 point on that seed; W2, U3, D1, S2 and T1 take differences in which it cancels.
+    moved = {"W1": 1.0, "U2": 1.0, "W2": 0.0, "U3_dino": 0.0, "D1": 0.0, "S2": 0.0, "T1": 0.0}
+    for name, by in moved.items():
+        per_seed = found[name]["per_seed"]
+        assert per_seed[-1] == pytest.approx(per_seed[0] + by, abs=1e-9), name
+    before = {**readouts.swin_arm(tables["swin"], tables["plain"]), **readouts.transfer_arm(tables["transfer"])}
+    assert before["W1"]["how"] == "paired over seeds [0, 1]" and before["T1"]["how"] == "paired over seeds [0, 1]"
+
+
+def test_a_new_seeds_term_on_another_pair_key_leaves_the_read_outs_reading_it_not_pairable():
+    tables = _study()
+    added = _added(tables)
+    next(r for r in added if r["name"] == "vit_n1700_s3")["pair_key"] = "host D"
+    found = readouts.with_added_seeds(tables, added)
+    for name in ("W1", "W2", "U3_dino", "D1"):  # each reads the plain ViT at 1.7k
+        assert found[name]["verdict"] == found[name]["verdict_t"] == "not pairable", name
+        assert "seed 3's runs to be paired differ" in found[name]["why"]
+    assert {found[name]["how"] for name in ("U2", "T1", "S2")} == {"paired over seeds [0, 1, 3]",
+                                                                  "paired over seeds [0, 1, 2, 3]"}
+    # A seed the committed table already has a run of pairs it with the added ones: one host or none.
+    tables["swin"] += [r for r in _new_seed(tables["swin"], 3) if r["train_size"] == 550]
+    for r in tables["swin"]:
+        r.pop("pair_key", None)  # committed before pair keys were recorded
+    added = [r for r in _added(tables) if r["name"] != "swin_n550_s3"]
+    assert readouts.with_added_seeds(tables, added)["W1"]["verdict"] == "not pairable"
+
+
+def test_the_command_line_adds_seeds_to_the_arms_but_not_to_the_plain_arms_read_outs(tmp_path, capsys):
+    tables = _study()
+    added = _new_seed([r for r in tables["plain"] if r["train_size"] != 5_500], 3) + _new_seed(tables["swin"], 3, 0.01)
+    stray = _new_seed(tables["transfer"], 3)[0]
+    plain, swin = _write_table(tmp_path / "plain", tables["plain"]), _write_table(tmp_path / "swin", tables["swin"])
+    new = _write_table(tmp_path / "decide_seeds", added + [{**stray, "name": "transfer_vit_n550_s3"}])
+    common = ["--data_scaling", plain, "--swin", swin, "--out"]
+    readouts.main(common + [str(tmp_path / "before.json")])
+    readouts.main(common + [str(tmp_path / "after.json"), "--added_seeds", new])
+    before, after = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("before", "after"))
+    assert {r["name"] for r in added} >= {"bit_n550_s3", "vit_n55000_s3"}  # P1's terms, had they joined it
+    assert after["P1"] == before["P1"] and after["P1"]["how"] == "paired over seeds [0, 1]"
+    assert after["W1"]["how"] == "paired over seeds [0, 1, 3]" and after["W2"]["how"] == "paired over seeds [0, 1, 3]"
+    assert "left out: transfer_vit_n550_s3" in capsys.readouterr().err  # no --transfer: its run joins nothing
+    with pytest.raises(SystemExit):
+        readouts.main(["--data_scaling", plain, "--added_seeds", new])
+    assert "--added_seeds joins the tables of --swin" in capsys.readouterr().err

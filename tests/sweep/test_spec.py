@@ -46,6 +46,22 @@ def test_budget_and_title_go_into_sweep_json(tmp_path):
     assert bare.describe()["budget"] is None and bare.describe()["title"] is None
 
 
+def test_a_file_of_parts_may_give_each_part_its_own_probes(tmp_path):
+    path = write_sweep_file(tmp_path, """
+        def FEWSHOT(arg=None):
+            return dict(shots=(1, 5), seeds=2) if arg == "part=probed" else None
+        def FEWSHOT_TRANSFER(arg=None):
+            return dict(shots=(5,), seeds=1, data={"classes": (1, 2)}) if arg == "part=probed" else None
+        def get_runs(arg=None):
+            return [("a", TINY, {})]
+    """)
+    probed = spec.load(f"{path}:part=probed")
+    assert probed.fewshot["shots"] == [1, 5] and probed.transfer["data"] == {"classes": [1, 2]}
+    plain = spec.load(f"{path}:part=plain")
+    assert plain.fewshot is None and plain.transfer is None
+    assert runner.probes_of(plain) == {} and set(runner.probes_of(probed)) == {"fewshot", "transfer"}
+
+
 @pytest.mark.parametrize("body, message", [
     ("def get_runs(arg=None):\n    return []\n", "defines no runs"),
     ("RUNS = []\n", "defines no get_runs"),

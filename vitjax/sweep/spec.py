@@ -15,7 +15,8 @@ it cannot do without (results in transfer.json; off when absent), e.g. a model p
     FEWSHOT_TRANSFER = dict(shots=(1, 5, 10, 25), seeds=10, max_test_examples=None,
                             data={"classes": (5, 6, 7, 8, 9)})
 
-and optionally
+Either may also be a function of the sweep file's `arg` returning the same (None or a dict): a file
+made of parts whose runs want different probes (experiments/decide_seeds.py), and optionally
 `BUDGET = "steps = max(1,200, 8 epochs), batch 128"` (the training budget's rule in words) and
 `TITLE = "..."`: both go into DIR/sweep.json, and `vitjax plot` puts them in the figures' titles.
 `arg` is what follows the colon in `experiments/x.py:arg`. An override's text may name the sweep's own
@@ -132,8 +133,9 @@ def load(path_with_arg: str) -> Sweep:
     entries = [_entry(item, i, path) for i, item in enumerate(raw)]
     _check_names([name for name, _, _ in entries], path)
     runs = [_resolve(name, config, overrides, base_dirs) for name, config, overrides in entries]
-    return Sweep(path=os.path.abspath(path), arg=arg, runs=runs, fewshot=_fewshot_settings(module, path),
-                 transfer=_fewshot_settings(module, path, "FEWSHOT_TRANSFER"), budget=_text(module, "BUDGET", path), title=_text(module, "TITLE", path))
+    return Sweep(path=os.path.abspath(path), arg=arg, runs=runs, fewshot=_fewshot_settings(module, path, arg=arg),
+                 transfer=_fewshot_settings(module, path, "FEWSHOT_TRANSFER", arg),
+                 budget=_text(module, "BUDGET", path), title=_text(module, "TITLE", path))
 
 
 def _text(module, name, path) -> str | None:
@@ -211,10 +213,12 @@ def _check_command_line(name, config, overrides, expected):
                          f"use plain numbers, strings, bools or tuples")
 
 
-def _fewshot_settings(module, path, name="FEWSHOT"):
+def _fewshot_settings(module, path, name="FEWSHOT", arg=None):
     """The probe settings the sweep file's FEWSHOT (default: on, defaults) or FEWSHOT_TRANSFER (default: off;
-    needs `data`) give; None: that probe is off."""
+    needs `data`) give, for its argument `arg` where it is a function of it; None: that probe is off."""
     settings = getattr(module, name, {} if name == "FEWSHOT" else None)
+    if callable(settings):
+        settings = settings(arg)
     if settings is None:
         return None
     known = {"shots", "seeds", "max_test_examples", "data"}
