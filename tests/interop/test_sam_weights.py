@@ -7,7 +7,8 @@ segment-anything -> vitjax: every reference parameter perturbed (values vitjax n
 Prompts: a point, several points with negative labels (two such prompts in one batch), a box, a box with a
 mask, points with a box; single- and multi-mask output. In the suite: a small encoder (width 64, depth 2, one
 windowed block whose 8x8 grid pads to 9x9 windows of 3, one global) at 128x128 with the released decoder.
-`VITJAX_SAM_1024=1` adds SAM ViT-B at 1024x1024 (about two minutes on 2 cores). Nothing is downloaded.
+SAM ViT-B at 256x256 runs in the suite too; `VITJAX_SAM_1024=1` adds it at 1024x1024 (about two minutes on 2
+cores). Nothing is downloaded.
 """
 import functools
 import os
@@ -26,7 +27,9 @@ from vitjax.interop import sam_weights  # noqa: E402
 from vitjax.models import sam  # noqa: E402
 
 TOL = 1e-4  # relative error ||a - b|| / ||b||, float32
-SIZES = {"tiny@128": TINY, "B@1024": dict(variant="B")}
+# ViT-B at 256 in the suite too: the released encoder's 12 blocks, its windows padded (a 16x16 grid in windows
+# of 14) and its global blocks' relative-position tables at another size than the released 64.
+SIZES = {"tiny@128": TINY, "B@256": dict(variant="B", image_size=256), "B@1024": dict(variant="B")}
 
 
 def prompts(model, seed=0):
@@ -79,7 +82,7 @@ class Side:
 
 
 @pytest.fixture(scope="module", params=[
-    "tiny@128", pytest.param("B@1024", marks=pytest.mark.skipif(
+    "tiny@128", "B@256", pytest.param("B@1024", marks=pytest.mark.skipif(
         os.environ.get("VITJAX_SAM_1024") != "1", reason="SAM ViT-B at 1024: set VITJAX_SAM_1024=1"))])
 def pair(request):
     """(name, model, {direction: Side}) with both directions built and the image embedded once each."""
