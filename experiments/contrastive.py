@@ -18,6 +18,11 @@ validation pairs only.
     python experiments/contrastive_readouts.py runs/contrastive --out experiments/results/contrastive/readouts.json
     python experiments/contrastive_figure.py runs/contrastive --out experiments/results/contrastive/figure
 
+Committed under experiments/results/contrastive/: encoders/ and sources/ (the encoders' exports and
+tables), lit/ (the LiT part's tables, captions_eval.json files, readouts.json and figure, read before
+the batch parts ran), batch/ (the batch parts' tables, logs and captions_eval.json files), and, once
+every part is in, readouts.json and figure.png/.json of all parts (L1-L4 recompute unchanged there).
+
 The read-outs (S1-S3, L1-L4) and their rules are pre-registered (experiments/README.md) before any run.
 
 (a) `batch_s<seed>`: configs/captions/dual_encoder.py as it stands (SigLIP's layout: MAP-pooled ViT, patch

@@ -54,7 +54,9 @@ def _point(ax, x, s, style, label=None):
 
 
 def draw_batch(ax, batch: dict) -> None:
-    ax.set_title(f"(a) sigmoid vs softmax, {sweep.STEPS:,} steps at every batch", fontsize=10)
+    seeds = sorted({len(point["seeds"]) for by in batch.values() for point in by.values()})
+    ax.set_title(f"(a) sigmoid vs softmax, {sweep.STEPS:,} steps at every batch"
+                 + (f", {'/'.join(map(str, seeds))} seeds per point" if seeds else ""), fontsize=10)
     if not batch:
         ax.text(0.5, 0.5, "batch_s<seed> parts not run yet", ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()
@@ -72,6 +74,11 @@ def draw_batch(ax, batch: dict) -> None:
 
 
 def draw_lit(ax, lit: dict) -> None:
+    if not lit:
+        ax.set_title("(b) LiT: locked image tower vs both from scratch", fontsize=10)
+        ax.text(0.5, 0.5, "lit part not run yet", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return
     arms = [arm for arm in sweep.ARMS if arm in lit]
     seeds = sorted({len(lit[arm]["held_out"]["seeds"]) for arm in arms})
     ax.set_title("(b) LiT: locked image tower vs both from scratch\n"

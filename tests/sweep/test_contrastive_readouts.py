@@ -94,3 +94,23 @@ def test_the_figure_draws_the_finished_lit_runs_and_says_what_has_not_run(tmp_pa
     assert os.path.getsize(out + ".png") > 10_000
     with open(out + ".json") as f:
         assert json.load(f)["lit"]["scratch"]["held_out"]["seeds"] == [0, 1]
+
+
+def test_the_figure_draws_both_losses_against_batch_size_from_finished_batch_runs(tmp_path):
+    figure = load_module(os.path.join(EXPERIMENTS, "contrastive_figure.py"))
+    _batch_sweep(tmp_path / "runs", {b: 0.0 for b in sweep.BATCHES} | {32: 0.05})
+    found = figure.collect([str(tmp_path / "runs")])
+    assert found["lit"] == {} and sorted(found["batch"]) == ["sigmoid", "softmax"]
+    assert list(found["batch"]["softmax"]) == list(sweep.BATCHES)
+    assert found["batch"]["sigmoid"][32]["values"] == pytest.approx([25.0, 26.1, 27.2])  # 20 + s + 5 + s/10
+    assert found["batch"]["softmax"][32]["mean"] == pytest.approx(21.0)
+    out = str(tmp_path / "out" / "figure")
+    assert figure.main([str(tmp_path / "runs"), "--out", out]) == 0
+    assert os.path.getsize(out + ".png") > 10_000
+    with open(out + ".json") as f:
+        assert json.load(f)["batch"]["sigmoid"][str(sweep.BATCHES[-1])]["seeds"] == [0, 1, 2]
+    _, (batch_panel, lit_panel) = figure.plt.subplots(1, 2)
+    figure.draw_batch(batch_panel, found["batch"])
+    figure.draw_lit(lit_panel, found["lit"])
+    assert batch_panel.get_title().endswith("3 seeds per point")
+    assert [t.get_text() for t in lit_panel.texts] == ["lit part not run yet"] and not lit_panel.axison
