@@ -13,7 +13,8 @@ end-of-text token (`eos_token_id=EOS_ID`), SigLIP's the last position, so both s
 A text longer than `length` - 1 words is an error naming it and the length that fits (`truncate=True`
 cuts it and keeps the end-of-text token); an unknown word becomes the unknown token, or an error with
 `strict=True`, which prompts use: a colour the captions never name would otherwise score as '<unk>'.
-Converted models (CLIP, SigLIP) use their own tokenizers; this one serves the caption data made here.
+Converted models (CLIP, SigLIP) use their own tokenizers (vitjax/interop/hf_tokens.py); this one serves the
+caption data made here.
 """
 import dataclasses
 import json
