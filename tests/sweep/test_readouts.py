@@ -749,6 +749,20 @@ def test_an_arms_report_holds_its_own_ladders_only(tmp_path):
         report.main([workdir, "--arm", "reg", "--out", str(tmp_path / "reg")])
 
 
+def test_a_climbed_ladders_report_picks_among_four_rungs_and_its_title_names_them(tmp_path, monkeypatch):
+    """convergence.py:part=climb's 1x-8x ladders: the report reads them like the protocol's, and its figure's
+    title names the rungs drawn (it named the protocol's 1x-4x whatever it drew)."""
+    report = load_module(os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "convergence_report.py"))
+    climbed = _ladders("vit_lighter", "vit", {550: {1: 70.0, 2: 71.0, 4: 72.0, 8: 72.3}}, seeds=(0,))
+    titles = []
+    monkeypatch.setattr(report.plt.Figure, "suptitle", lambda fig, text, **kw: titles.append(text))
+    workdir = _write_table(tmp_path / "climb", climbed)
+    assert report.main([workdir, "--out", str(tmp_path / "out")]) == 0
+    point = json.loads((tmp_path / "out" / "convergence.json").read_text())["vit_lighter_n550"]
+    assert (point["chosen"], point["capped"]) == (4, False) and list(point["rungs"]) == ["1", "2", "4", "8"]
+    assert "1x, 2x, 4x, 8x of" in titles[0]
+
+
 def test_every_arm_the_ladders_train_has_its_read_outs():
     assert set(readouts.BUDGET_ARMS) == set(readouts.ladder_sweep.ARMS)
 
