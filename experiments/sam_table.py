@@ -14,7 +14,6 @@ Tests: `python -m pytest tests/sweep/test_sam_table.py`.
 import argparse
 import csv
 import os
-import statistics
 import sys
 
 from vitjax.config import load_module
@@ -22,6 +21,7 @@ from vitjax.config import load_module
 _HERE = os.path.dirname(os.path.abspath(__file__))
 readouts = load_module(os.path.join(_HERE, "readouts.py"))
 sweep = load_module(os.path.join(_HERE, "sam_init.py"))
+spread = load_module(os.path.join(_HERE, "decision_figure.py")).spread
 
 GROUPS = ("seen", "unseen")
 PROMPTS = {"1click": "1 click", "3click": "3 clicks", "5click": "5 clicks", "box": "box"}
@@ -30,17 +30,14 @@ ARM_LABELS = {"random": "random init", "mae": "vitjax MAE", "vit": "supervised V
 
 
 def cells(values: dict) -> dict:
-    """{(arm, metric): {'seeds': {seed: points}, 'mean', 'se', 'n'}} from readouts.sam_values' output; SE
-    is the seeds' standard deviation over sqrt(n), None with one seed."""
+    """{(arm, metric): decision_figure.spread of {seed: points}} (seeds, values, mean, SE: None with one
+    seed) from readouts.sam_values' output."""
     found = {}
     for arm in sweep.ARMS:
         for metric in METRICS:
-            seeds = {seed: run[metric] for (a, seed), run in sorted(values.items()) if a == arm and metric in run}
-            if not seeds:
-                continue
-            points = list(seeds.values())
-            se = statistics.stdev(points) / len(points) ** 0.5 if len(points) > 1 else None
-            found[arm, metric] = {"seeds": seeds, "mean": statistics.fmean(points), "se": se, "n": len(points)}
+            seeds = {seed: run[metric] for (a, seed), run in values.items() if a == arm and metric in run}
+            if seeds:
+                found[arm, metric] = spread(seeds)
     return found
 
 
@@ -71,7 +68,7 @@ def write(table: dict, out: str) -> None:
         writer.writerow(["arm", "seed", "group", "prompt", "miou_points"])
         for (arm, metric), cell in table.items():
             group, prompt = metric.split("_", 1)
-            for seed, value in cell["seeds"].items():
+            for seed, value in zip(cell["seeds"], cell["values"]):
                 writer.writerow([arm, seed, group, prompt, f"{value:.4f}"])
     with open(out + ".md", "w") as f:
         f.write(markdown(table) + "\n")

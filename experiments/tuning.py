@@ -104,7 +104,8 @@ def bracket_runs(directories) -> list:
             "highest wd": ("weight_decay", DECAY_STEPS, 1)}
     runs = []
     for key, point in picks(directories).items():
-        model, size = key.rsplit("_n", 1)[0], int(key.rsplit("_n", 1)[1])
+        model, size = key.rsplit("_n", 1)
+        size = int(size)
         edges = [edge for edge in point["edges"] if edge in past and size not in BETWEEN
                  and not (size == LARGE_SIZE and past[edge][0] == "weight_decay")]
         if not edges:

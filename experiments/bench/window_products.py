@@ -36,7 +36,7 @@ def _pair(stage: int, product: str) -> list:
     batch, (equation, left, right) = IMAGES * windows * heads, PRODUCTS[product]
     rng = np.random.RandomState(stage)
     a, b = (rng.standard_normal((batch, *shape)).astype(np.float32) for shape in (left, right))
-    flops = 2.0 * batch * left[0] * left[1] * (right[1] if product == "values" else right[0])
+    flops = 2.0 * batch * WINDOW_TOKENS ** 2 * HEAD_DIM  # the same for both products
     ja, jb = jnp.asarray(a), jnp.asarray(b)
     compiled = jax.jit(lambda x, y: jnp.einsum(equation, x, y)).lower(ja, jb).compile(
         compiler_options=xla_cpu.COMPILER_OPTIONS)

@@ -32,9 +32,9 @@ def test_each_cell_is_the_mean_and_standard_error_over_seeds_in_points(tmp_path)
     _runs(str(tmp_path), seeds=(0, 1, 2))
     table = sam_table.cells(sam_table.readouts.sam_values([str(tmp_path)]))
     cell = table["mae", "unseen_box"]  # column 7: 50 + 7 + seed points
-    assert cell["seeds"] == pytest.approx({0: 57.0, 1: 58.0, 2: 59.0})
-    assert cell["mean"] == pytest.approx(58.0) and cell["n"] == 3
-    assert cell["se"] == pytest.approx(1.0 / 3 ** 0.5)  # stdev(57, 58, 59) = 1
+    assert cell["seeds"] == [0, 1, 2] and cell["values"] == pytest.approx([57.0, 58.0, 59.0])
+    assert cell["mean"] == pytest.approx(58.0)
+    assert cell["se"] == pytest.approx(1.0 / 3 ** 0.5, abs=1e-4)  # stdev(57, 58, 59) = 1; spread rounds to 4 places
     text = sam_table.markdown(table)
     assert "| vitjax MAE | 51.0 ± 0.6 | 52.0 ± 0.6 |" in text and text.rstrip().endswith("| 0, 1, 2 |")
     assert text.splitlines()[0].startswith("| encoder at init | seen, 1 click | seen, 3 clicks | seen, 5 clicks |")

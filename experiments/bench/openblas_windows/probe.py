@@ -10,23 +10,12 @@ largest difference from numpy's einsum.
 """
 import ctypes
 import sys
-import time
 
 import numpy as np
 
+from vitjax.bench import timing
+
 STAGES = (1536, 768, 384, 192)  # windows x heads of Swin-T's stages at 224, batch 8
-
-
-def seconds(call, repeats: int = 20) -> float:
-    """Median over 7 rounds of the mean time of `repeats` calls, after two warm-up calls."""
-    call(), call()
-    rounds = []
-    for _ in range(7):
-        start = time.perf_counter()
-        for _ in range(repeats):
-            call()
-        rounds.append((time.perf_counter() - start) / repeats)
-    return sorted(rounds)[3]
 
 
 def main(library: str) -> int:
@@ -44,7 +33,10 @@ def main(library: str) -> int:
         for name, (call, out, expected) in products.items():
             call()
             error = float(np.abs(out - expected).max())
-            print(f"{batch:5d} x {name}: {2 * batch * 49 * 49 * 32 / seconds(call) / 1e9:6.1f} GFLOP/s "
+            workload = timing.Workload(name, call, flops=2.0 * batch * 49 * 49 * 32)
+            timing.calibrate(workload, 0.3)
+            timing.alternate([workload], rounds=7)
+            print(f"{batch:5d} x {name}: {timing.median(workload.per_second('flops')) / 1e9:6.1f} GFLOP/s "
                   f"(max difference from einsum {error:.1e})")
     return 0
 
