@@ -11,6 +11,7 @@ r"""Decides the study's pre-registered read-outs (experiments/README.md) from th
         --out experiments/results/readouts.json
     python experiments/readouts.py --convergence DIR... --chosen experiments/results/convergence/convergence.json \
         [--primed DIR...] [--arms reg=DIR+DIR size=DIR deit=DIR]
+    python experiments/readouts.py --tuned_ladders runs/tuned_ladders   # C2t, C4t
     python experiments/readouts.py --chosen experiments/results/convergence/convergence.json --arms reg=DIR
 
 Each read-out is a quantity Q in accuracy points, predicted Q > 0, with threshold
@@ -26,7 +27,9 @@ run. U4 pairs k-NN accuracies by the memory bank's subset seed; U5 is in Jaccard
 image, with a floor of 0.02. I1-I6 (experiments/sam_init.py) are in mIoU points (100 x mIoU), paired
 by seed, with a floor of SAM_FLOOR (1 point). C1-C4 (and the tuned C1'-C4') read the budget ladders of
 experiments/convergence.py at each family's converged multiple; R1c-R3c, M1c, M3c and D4c the same
-formulas as R1-R3, M1, M3 and D4 on the budget-dependent arms' ladders at theirs (`--arms`).
+formulas as R1-R3, M1, M3 and D4 on the budget-dependent arms' ladders at theirs (`--arms`). C2t and
+C4t are C2's and C4's formulas at 55k on the tuned optimisers' own ladders (experiments/tuning.py:
+part=ladders and ladder_seeds), each family at the multiple its seed-0 tuned ladder chose.
 
 `--added_seeds DIR...` (experiments/decide_seeds.py's runs: seeds added where they would likely decide a
 read-out) re-decides W1, W2, U2, U3 (DINO), T1, D1 and S2 only (DECIDED_BY_SEEDS): each added run joins
@@ -771,6 +774,9 @@ def _parser() -> argparse.ArgumentParser:
                                                          "converged budget")
     parser.add_argument("--primed", nargs="+", help="experiments/tuning.py:part=primed's sweep (or results) "
                                                     "directories: C1'-C4', the C read-outs on the tuned optimisers")
+    parser.add_argument("--tuned_ladders", nargs="+",
+                        help="experiments/tuning.py:part=ladders's and ladder_seeds's sweep (or results) directories: "
+                             "C2t and C4t, at the multiples the tuned optimisers' own seed-0 ladders chose")
     parser.add_argument("--chosen", help="convergence.json of a committed ladder: C1-C4 (and C1'-C4') take each "
                                          "family's converged multiple from it, not from the seed-0 ladders of "
                                          "--convergence")
@@ -890,6 +896,8 @@ def main(argv=None) -> int:
     found.update(budget_arms(arm_dirs, plain_ladders, chosen))
     if args.primed:
         found.update({f"{name}'": r for name, r in converged_arm(merged_rows(args.primed), chosen).items()})
+    if args.tuned_ladders:  # its own seed-0 ladders choose: no --chosen
+        found.update({f"{name}t": r for name, r in converged_arm(merged_rows(args.tuned_ladders)).items()})
     if args.added_seeds:
         found.update(_added_seeds(_tables(args), merged_rows(args.added_seeds)))
     if args.sam_init:

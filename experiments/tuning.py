@@ -9,6 +9,10 @@ r"""Per-family optimiser tuning on the validation split (issue: both families ra
     python experiments/readouts.py --tuning runs/tuning                     # each family's pick per size
     vitjax sweep experiments/tuning.py:part=primed,seed=0 --workdir runs/primed  # C1'-C4', one seed a part
     python experiments/readouts.py --primed runs/primed --chosen experiments/results/convergence/convergence.json
+    vitjax sweep experiments/tuning.py:part=ladders,model=vit --workdir runs/tuned_ladders  # the 55k picks' own
+    vitjax sweep experiments/tuning.py:part=ladders,model=bit --workdir runs/tuned_ladders  # ladders, seed 0
+    vitjax sweep experiments/tuning.py:part=ladder_seeds,seed=1 --workdir runs/tuned_ladders  # at their choice
+    python experiments/readouts.py --tuned_ladders runs/tuned_ladders   # C2t, C4t
 
 The grid, registered in experiments/README.md before any of its runs: learning rate 1e-3, 2e-3, 4e-3
 x decoupled weight decay 1e-4 (the configs' own, next to none: the update subtracts lr x wd x w)
@@ -30,8 +34,17 @@ picks (seed 0, 1x) and validation chooses; `part=primed,seed=S` then trains seed
 (convergence.json), the 1x rung beside (C4's). The picks come from the committed tables (`PICKS_FROM`),
 or from `from=DIR+DIR...`.
 
+Those multiples are the plain optimiser's; the tuned ViT's 2x rung at 55k still gained 0.6-1.4 validation
+points over its 1x in every seed. `part=ladders,model=M` (registered in experiments/README.md, "The tuned
+optimisers' own ladders at 55k") trains seed 0 of family M at its 55k pick as a ladder of its own
+(TUNED_LADDERS: the ViT 1x-8x, the BiT 1x-4x, each one trunk with the shorter rungs branched off it);
+`part=ladder_seeds,seed=S` trains seed S of both families at the multiples those ladders chose
+(LADDER_CHOSEN, committed by experiments/convergence_report.py), the 1x rung beside.
+
 Expected: ~80 min for part=small on 2 idle cores of this project's hosts (12 ViT runs ~2.5 min, 12 BiT
-~4 min, each 1,200 steps with validation every 100); part=primed ~65 min a seed (its 55k ViT trunk ~15 min).
+~4 min, each 1,200 steps with validation every 100); part=primed ~65 min a seed (its 55k ViT trunk ~15 min);
+part=ladders ~75 min for the ViT (an 8x trunk of 27,504 steps at the primed runs' 7.8 steps/s, and three
+cooldowns), ~60 min for the BiT (a 4x trunk of 13,752 steps at 4.6 steps/s, and two).
 """
 import os
 
@@ -56,6 +69,9 @@ LARGE_SIZE, LARGE_RATES = 55_000, 3  # part=large: the 5.5k pick's rate and its 
 PRIMED_SIZES = (550, 1_700, 5_500, 55_000)
 # The committed tables of every tuning part (experiments/README.md, Part 1c), where part=primed reads its picks.
 PICKS_FROM = tuple(os.path.join(_here, "results", "tuning", part) for part in ("", "large", "between"))
+# part=ladders: each family's 55k pick as its own ladder; part=ladder_seeds reads what they chose.
+TUNED_LADDERS = {"vit": _ladder.CLIMB, "bit": _ladder.LADDER}
+LADDER_CHOSEN = os.path.join(_here, "results", "tuning", "ladders", "convergence.json")
 BUDGET = f"1x budget ({_protocol.BUDGET.describe()}), warmup-stable-decay, seed 0"
 TITLE = "Per-family tuning on validation: learning rate x weight decay"
 FEWSHOT = None
@@ -153,19 +169,42 @@ def primed_runs(found: dict, seed: int, chosen_file: str = _ladder.CHOSEN) -> li
     runs = []
     for size in PRIMED_SIZES:
         for model, config in _ladder.MODELS.items():
-            pick = _pick(found, model, size)
-            overrides = {**_protocol.overrides(size, seed), "lr": pick["lr"], "weight_decay": pick["weight_decay"]}
-            runs += _ladder.converged_runs(model, config, size, seed, chosen_file, overrides)
+            runs += _ladder.converged_runs(model, config, size, seed, chosen_file, _tuned(found, size, seed, model))
     return runs
+
+
+def _tuned(found: dict, size: int, seed: int, model: str) -> dict:
+    pick = _pick(found, model, size)
+    return {**_protocol.overrides(size, seed), "lr": pick["lr"], "weight_decay": pick["weight_decay"]}
+
+
+def tuned_ladder_runs(found: dict, model: str) -> list:
+    """Seed 0 of `model` at its 55k pick, as TUNED_LADDERS's ladder (trunk first)."""
+    if model not in TUNED_LADDERS:
+        raise ValueError(f"model={model!r}; the tuned ladders are {', '.join(TUNED_LADDERS)}")
+    return _ladder.ladder_runs(model, _ladder.MODELS[model], LARGE_SIZE, 0, TUNED_LADDERS[model],
+                               _tuned(found, LARGE_SIZE, 0, model))
+
+
+def tuned_seed_runs(found: dict, seed: int, chosen_file: str = LADDER_CHOSEN) -> list:
+    """Seed `seed` of both families at their 55k picks and the multiples their tuned ladders chose."""
+    if seed == 0:
+        raise ValueError("seed=0: seed 0's runs are part=ladders's; name another seed")
+    if not os.path.exists(chosen_file):
+        raise ValueError(f"{chosen_file} is missing: run part=ladders for both families and "
+                         f"experiments/convergence_report.py on its sweep before other seeds")
+    return [run for model, config in _ladder.MODELS.items()
+            for run in _ladder.converged_runs(model, config, LARGE_SIZE, seed, chosen_file,
+                                              _tuned(found, LARGE_SIZE, seed, model))]
 
 
 # part=large's picks: the 5.5k rate and decay of each family and its 55k converged multiple, as
 # experiments/README.md records them once known.
 _LARGE_KEYS = tuple(key for model in _ladder.MODELS for key in (f"{model}_lr", f"wd_{model}", f"multiple_{model}"))
 PART_KEYS = {"small": (), "extend": ("from",), "between": ("from",), "primed": ("from", "seed"), "large": _LARGE_KEYS,
-             "bracket": ("from",)}
-REQUIRED = {"extend": ("from",), "large": _LARGE_KEYS}
-_DEFAULTS = {"seed": 0, "from": None, **dict.fromkeys(_LARGE_KEYS)}
+             "bracket": ("from",), "ladders": ("from", "model"), "ladder_seeds": ("from", "seed")}
+REQUIRED = {"extend": ("from",), "large": _LARGE_KEYS, "ladders": ("model",)}
+_DEFAULTS = {"seed": 0, "from": None, "model": None, **dict.fromkeys(_LARGE_KEYS)}
 
 
 def _settings(arg: str | None):
@@ -191,8 +230,12 @@ def get_runs(arg=None):
         return extension_runs(picks([str(source)]))
     if part == "bracket":
         return bracket_runs(str(source).split("+") if source is not None else PICKS_FROM[:2])
-    if part in ("between", "primed"):
+    if part in ("between", "primed", "ladders", "ladder_seeds"):
         found = picks(str(source).split("+") if source is not None else PICKS_FROM)
+        if part == "ladders":
+            return tuned_ladder_runs(found, str(settings.model))
+        if part == "ladder_seeds":
+            return tuned_seed_runs(found, settings.seed)
         return between_runs(found) if part == "between" else primed_runs(found, settings.seed)
     runs = []
     for model in _ladder.MODELS:

@@ -6,6 +6,7 @@ import os
 import pytest
 
 from vitjax.config import load_module
+from vitjax.sweep import table
 
 readouts = load_module(os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "readouts.py"))
 tuning_sweep = load_module(os.path.join(os.path.dirname(__file__), "..", "..", "experiments", "tuning.py"))
@@ -542,6 +543,47 @@ def test_primed_runs_train_each_size_at_its_pick_and_the_ladders_multiple(tmp_pa
     cut_short = {**found, "bit_n55000": {**found["bit_n55000"], "grid": found["bit_n55000"]["grid"][:2]}}
     with pytest.raises(ValueError, match="holds 2 of bit's 3 rates: train the rest of experiments/tuning.py:part=large"):
         tuning_sweep.primed_runs(cut_short, seed=0, chosen_file=str(tmp_path / "convergence.json"))
+
+
+def test_the_tuned_ladders_climb_each_55k_pick_then_seeds_train_at_their_choice(tmp_path, monkeypatch):
+    """part=ladders: seed 0 of one family at its 55k pick as its own ladder (the ViT 1x-8x, the BiT 1x-4x,
+    one trunk each); part=ladder_seeds: another seed of both at the multiples those ladders chose."""
+    found = _picks(vit_n55000=(2e-3, 0.3), bit_n55000=(4e-3, 0.3))
+    vit = {name: o for name, _, o in tuning_sweep.tuned_ladder_runs(found, "vit")}
+    assert list(vit) == [f"vit_n55000_s0_x{m}" for m in (8, 1, 2, 4)]
+    assert vit["vit_n55000_s0_x8"]["total_steps"] == 8 * 3_438 and vit["vit_n55000_s0_x8"]["schedule"] == "wsd"
+    assert (vit["vit_n55000_s0_x2"]["lr"], vit["vit_n55000_s0_x2"]["weight_decay"]) == (2e-3, 0.3)
+    assert vit["vit_n55000_s0_x2"]["branch_from"].endswith("/vit_n55000_s0_x8")
+    bit = [name for name, _, _ in tuning_sweep.tuned_ladder_runs(found, "bit")]
+    assert bit == [f"bit_n55000_s0_x{m}" for m in (4, 1, 2)]
+    with pytest.raises(ValueError, match="model='deit'; the tuned ladders are vit, bit"):
+        tuning_sweep.tuned_ladder_runs(found, "deit")
+    chosen = tmp_path / "convergence.json"
+    with pytest.raises(ValueError, match="convergence.json is missing: run part=ladders"):
+        tuning_sweep.tuned_seed_runs(found, 1, str(chosen))
+    chosen.write_text(json.dumps({"vit_n55000": {"chosen": 4}, "bit_n55000": {"chosen": 2}}))
+    runs = {name: o for name, _, o in tuning_sweep.tuned_seed_runs(found, 2, str(chosen))}
+    assert sorted(runs) == ["bit_n55000_s2_x1", "bit_n55000_s2_x2", "vit_n55000_s2_x1", "vit_n55000_s2_x4"]
+    assert (runs["bit_n55000_s2_x2"]["lr"], runs["bit_n55000_s2_x2"]["seed"]) == (4e-3, 2)
+    with pytest.raises(ValueError, match="seed=0: seed 0's runs are part=ladders's"):
+        tuning_sweep.tuned_seed_runs(found, 0, str(chosen))
+    monkeypatch.setattr(tuning_sweep, "picks", lambda directories: found)
+    assert len(tuning_sweep.get_runs("part=ladders,model=bit")) == 3
+    with pytest.raises(ValueError, match="part=ladders needs model="):
+        tuning_sweep.get_runs("part=ladders")
+
+
+def test_c2t_and_c4t_read_the_tuned_ladders_at_the_multiples_they_chose(tmp_path, capsys):
+    """The tuned ladders choose for themselves (no --chosen): the ViT climbs to 4x, the BiT stops at 1x."""
+    rows = [ladder_row("vit", 55_000, 0, m, v, v - 0.5) for m, v in ((1, 88.0), (2, 89.0), (4, 90.0), (8, 90.3))]
+    rows += [ladder_row("bit", 55_000, 0, m, v, v - 0.5) for m, v in ((1, 92.0), (2, 92.2), (4, 92.3))]
+    table.write(str(tmp_path), [{**r, "overrides": {}, "error": ""} for r in rows])
+    assert readouts.main(["--tuned_ladders", str(tmp_path), "--out", str(tmp_path / "r.json")]) == 0
+    decided = json.load(open(tmp_path / "r.json"))
+    assert sorted(decided) == ["C2t", "C4t"]
+    assert decided["C2t"]["q"] == pytest.approx(91.5 - 89.5)  # the BiT at 1x against the ViT at 4x
+    assert decided["C4t"]["q"] == pytest.approx(90.0 - 88.0)
+    assert "C2t: provisional (n = 1)" in capsys.readouterr().out
 
 
 def test_primed_read_outs_need_the_committed_ladder(capsys):
