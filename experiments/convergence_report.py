@@ -74,6 +74,7 @@ def figure(found: dict, path: str) -> None:
             if point["capped"]:
                 ax.annotate("capped", (chosen["epochs"], chosen["val"]), textcoords="offset points",
                             xytext=(-10, 10), ha="right", color=colour, fontsize=9)
+        ax.margins(y=0.15)  # room above the top rung for its "capped" label, inside the panel
         ax.set_xscale("log", base=2)
         ticks = sorted({r["epochs"] for p in found.values() if p["size"] == size for r in p["rungs"].values()})
         ax.set_xticks(ticks, [f"{t:,.0f}" for t in ticks])
