@@ -67,6 +67,12 @@ def test_a_measurement_of_nothing_is_refused_before_compiling(monkeypatch, flags
     with pytest.raises(SystemExit, match="at least 1"):
         cli.main(["bench", "--config", TINY, "--no_timm", *flags])
 
+def test_a_bad_model_setting_fails_before_any_compiling_line(capsys):
+    """The model is built and initialised before XLA compiles: its error is the only thing said."""
+    with pytest.raises(SystemExit, match="unknown Swin variant 'Q'"):
+        cli.main(["bench", "--config", "configs/bench/swin.py:variant=Q,res=56,batch=2", "--no_timm"])
+    assert "compiling" not in capsys.readouterr().err
+
 # --- One bench run, and what its figures must equal ----------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -86,13 +86,17 @@ def data_info(cfg) -> data.DataInfo:
     return data.DataInfo(syn.num_train, syn.num_test, syn.num_classes, tuple(syn.image_shape))
 
 
-def build(config, *, inference: bool = True, seed: int = 0, runtime=None) -> JaxModel:
+def build(config, *, inference: bool = True, seed: int = 0, runtime=None,
+          on_compile: Callable[[], None] | None = None) -> JaxModel:
     """Compiles the train step (and the forward pass) for `config` under `runtime` (the CLI's CPU choices,
-    xla_cpu.Choices); nothing runs yet."""
+    xla_cpu.Choices); nothing runs yet. `on_compile` is called once the model is built and initialised,
+    before XLA compiles: a bad model setting fails before any "compiling" line."""
     p = trainer.plan(config, runtime, info=data_info(config.data))
     spec = trainer.state_spec(config, p)
     init_key, dropout_key = trainer.run_keys(config.seed)
     state = trainer.init_state(spec, init_key)
+    if on_compile is not None:
+        on_compile()
 
     start = time.perf_counter()
     step, batch_sharding = trainer.compile_train_step(config, p, spec, dropout_key)

@@ -174,8 +174,8 @@ def bench(args) -> dict:
     summary = _header(args, overrides, runtime)
     started = time.time()
 
-    _log("compiling the vitjax train step ...")
-    jm = jax_model.build(config, inference=not args.no_infer and not args.compile_only, runtime=runtime)
+    jm = jax_model.build(config, inference=not args.no_infer and not args.compile_only, runtime=runtime,
+                         on_compile=lambda: _log("compiling the vitjax train step ..."))
     summary["model"] = {"description": _describe(jm.plan.model, jm.info["image_shape"], config.dtype,
                                                  getattr(jm.plan.objective, "crops", None)),
                         "params": jm.info["params"], "batch_size": config.batch_size}
@@ -329,8 +329,8 @@ def _variant_workloads(variants: dict, runtime) -> dict:
 
     workloads = {}
     for item, variant in variants.items():
-        _log(f"compiling the vitjax train step with {item} ...")
-        workload = jax_model.build(variant, inference=False, runtime=runtime).train
+        workload = jax_model.build(variant, inference=False, runtime=runtime,
+                                   on_compile=lambda item=item: _log(f"compiling the vitjax train step with {item} ...")).train
         workload.name = f"vitjax train [{item}]"
         workloads[item] = workload
     return workloads
@@ -342,8 +342,8 @@ def _beside_models(configs: dict, runtime) -> dict:
 
     models = {}
     for path, config in configs.items():
-        _log(f"compiling the vitjax train step of {path} ...")
-        models[path] = jax_model.build(config, inference=False, runtime=runtime)
+        models[path] = jax_model.build(config, inference=False, runtime=runtime,
+                                       on_compile=lambda path=path: _log(f"compiling the vitjax train step of {path} ..."))
         models[path].train.name = f"vitjax train [{path}]"
     return models
 
