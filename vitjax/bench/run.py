@@ -14,6 +14,7 @@ Prints a table and writes the same figures as JSON (--out). Heavy modules (jax, 
 pipeline) are imported when the command runs, so adding its arguments to the CLI parser costs nothing.
 """
 import dataclasses
+import functools
 import importlib
 import os
 import platform
@@ -175,7 +176,7 @@ def bench(args) -> dict:
     started = time.time()
 
     jm = jax_model.build(config, inference=not args.no_infer and not args.compile_only, runtime=runtime,
-                         on_compile=lambda: _log("compiling the vitjax train step ..."))
+                         on_compile=functools.partial(_log, "compiling the vitjax train step ..."))
     summary["model"] = {"description": _describe(jm.plan.model, jm.info["image_shape"], config.dtype,
                                                  getattr(jm.plan.objective, "crops", None)),
                         "params": jm.info["params"], "batch_size": config.batch_size}
@@ -329,8 +330,8 @@ def _variant_workloads(variants: dict, runtime) -> dict:
 
     workloads = {}
     for item, variant in variants.items():
-        workload = jax_model.build(variant, inference=False, runtime=runtime,
-                                   on_compile=lambda item=item: _log(f"compiling the vitjax train step with {item} ...")).train
+        announce = functools.partial(_log, f"compiling the vitjax train step with {item} ...")
+        workload = jax_model.build(variant, inference=False, runtime=runtime, on_compile=announce).train
         workload.name = f"vitjax train [{item}]"
         workloads[item] = workload
     return workloads
@@ -342,8 +343,8 @@ def _beside_models(configs: dict, runtime) -> dict:
 
     models = {}
     for path, config in configs.items():
-        models[path] = jax_model.build(config, inference=False, runtime=runtime,
-                                       on_compile=lambda path=path: _log(f"compiling the vitjax train step of {path} ..."))
+        announce = functools.partial(_log, f"compiling the vitjax train step of {path} ...")
+        models[path] = jax_model.build(config, inference=False, runtime=runtime, on_compile=announce)
         models[path].train.name = f"vitjax train [{path}]"
     return models
 
