@@ -14,25 +14,26 @@ registered read-out: an exploratory check. The pairs cross hosts and code (the 8
 pair keys), where one config and seed moved by up to 0.63 points between hosts.
 """
 import argparse
+import os
 import statistics
 import sys
 
+from vitjax.config import load_module
 from vitjax.sweep import table
 
-FAMILIES = ("vit", "bit")  # the plain ladders, named by their family
+readouts = load_module(os.path.join(os.path.dirname(os.path.abspath(__file__)), "readouts.py"))
+FAMILIES = readouts.PLAIN_LADDERS  # the plain arm's ladders, named by their family
 
 
 def pairs(cosine_rows, ladder_rows) -> dict:
     """{(family, size, seed): (WSD row, cosine row)} for every finished plain 1x rung with a twin."""
     cosine = {(r["family"], r["train_size"], r["seed"]): r for r in cosine_rows if r.get("status") == "finished"}
     found = {}
-    for r in ladder_rows:
-        ladder, _, rung = r["name"].rpartition("_x")
-        if r.get("status") != "finished" or rung != "1" or ladder.split("_n")[0] not in FAMILIES:
-            continue
-        key = (r["family"], r["train_size"], r["seed"])
-        if key in cosine and cosine[key]["steps"] == r["steps"]:
-            found[key] = (r, cosine[key])
+    for (ladder, size), by_seed in readouts.ladders(ladder_rows).items():
+        for seed, rungs in by_seed.items():
+            twin, wsd = cosine.get((ladder, size, seed)), rungs.get(1)
+            if ladder in FAMILIES and wsd and twin and twin["steps"] == wsd["steps"]:
+                found[ladder, size, seed] = (wsd, twin)
     return found
 
 
