@@ -8,8 +8,9 @@ process with the 2048 float32 matmul of each library as its yardstick (issue 41:
 On an AMD host, torch's oneMKL runs its generic code unless told otherwise; to compare with its AVX-512
 path, preload the library experiments/bench/torch_mkl_avx512.sh builds (`LD_PRELOAD=... python ...`).
 XLA compiles with vitjax's CPU options (vitjax/xla_cpu.py), one device, and again with its dots handed to
-oneDNN (experiments/bench/xla_cpu_options.py's set of that name, the only XLA:CPU library that takes these
-batched products; on the whole Swin-T train step it gained nothing: bench README); torch with 2 threads.
+oneDNN (experiments/bench/xla_cpu_options.py's set of that name: of XLA:CPU's libraries the fastest on these
+products in a probe, where YNNPACK's individual-dot kind, the other, takes them alone but none inside the
+Swin step; on the whole Swin-T train step oneDNN gained nothing: bench README); torch with 2 threads.
 Prints and writes GFLOP/s per product, XLA / torch and XLA with oneDNN / XLA (medians of paired rounds).
 """
 import argparse
